@@ -1,0 +1,187 @@
+// Copyright 2026 The ufspack Authors.
+//
+// Writing packs.  Two layers:
+//
+//   PackWriter  appends records to a new pack in a directory and publishes
+//               it atomically on Finish().  Add / Finish / Abandon with a
+//               sticky status, after LevelDB's TableBuilder.
+//   BuildPack   `ufspack build`: scans a tree (ScanTree), reads its files
+//               with many threads in flight, and feeds a PackWriter in the
+//               scan's order, so the output is deterministic.
+//
+// Publishing: records go to a temporary data file and the index to a
+// temporary index file, both created in the output directory; Finish()
+// fsyncs them, renames data then index over data.ufs and index.ufs, and
+// fsyncs the directory.  Until the renames, the previous pack in the
+// directory (if any) is untouched and usable; after a failure or Abandon()
+// the temporary files are removed.  A crash (kill -9) can leave temporary
+// files behind: they are named ".data.ufs.tmp-*" and ".index.ufs.tmp-*",
+// are ignored by readers, and are removed by the next build into that
+// directory.  A crash between the two renames leaves a new data.ufs beside
+// the old index.ufs; the pack ids differ, so Reader::Open refuses the pair.
+//
+// Concurrency: one build at a time per output directory, enforced with an
+// flock(2) on the directory; a second build fails with InvalidArgument.
+//
+// Thread safety: a PackWriter is not thread-safe (one writer thread).
+// BuildPack is reentrant.
+#ifndef UFSPACK_BUILDER_H_
+#define UFSPACK_BUILDER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ufspack/export.h"
+#include "ufspack/format.h"
+#include "ufspack/scan.h"
+#include "ufspack/status.h"
+
+namespace ufspack {
+
+struct PackWriterOptions {
+  // Store a record as zstd when that makes it smaller; otherwise raw.
+  bool compress = false;
+  int zstd_level = 3;  // 1..19 (ZSTD_maxCLevel())
+  // A pack without classes (labels are kNoLabel).
+  bool flat = false;
+};
+
+// A record's bytes encoded for storage (see PrepareRecord).
+struct PreparedRecord {
+  Codec codec = Codec::kRaw;
+  uint64_t original_length = 0;
+  uint64_t checksum = 0;  // of `stored`
+  std::string stored;
+};
+
+// Encodes `bytes` as it will be stored: zstd when options.compress is set
+// and the frame is smaller than the input, else raw.  Thread-safe (keeps a
+// compression context per thread).
+UFSPACK_EXPORT Status PrepareRecord(std::string bytes,
+                                    const PackWriterOptions& options,
+                                    PreparedRecord* out);
+
+class UFSPACK_EXPORT PackWriter {
+ public:
+  // Creates `out_dir` (and missing parents) if needed, locks it, removes
+  // temporary files left by crashed builds, and opens new temporary files.
+  static Status Create(const std::string& out_dir,
+                       const PackWriterOptions& options,
+                       std::unique_ptr<PackWriter>* writer);
+
+  // Abandons the pack unless Finish() succeeded.
+  ~PackWriter();
+  PackWriter(const PackWriter&) = delete;
+  PackWriter& operator=(const PackWriter&) = delete;
+
+  // Declares the next class; its index is the number of classes before it.
+  // REQUIRES: not a flat pack; called before any record with this label.
+  Status AddClass(std::string_view name);
+
+  // Appends a record.  Labels must be non-decreasing (records of a class
+  // are contiguous) and < the number of classes, or kNoLabel in a flat
+  // pack.  Names must be unique (checked by Finish()).
+  Status Add(std::string_view name, uint32_t label, std::string_view bytes);
+  Status AddPrepared(std::string_view name, uint32_t label,
+                     const PreparedRecord& record);
+
+  // Appends `size` bytes read from `fd` (from its current position) as a
+  // raw record, in bounded memory.  `path` names the source in errors; the
+  // file must yield exactly `size` bytes.
+  Status AddFromFd(std::string_view name, uint32_t label, int fd,
+                   uint64_t size, const std::string& path);
+
+  // Writes the index and publishes the pack.  Sets *pack_id if non-null.
+  Status Finish(PackId* pack_id = nullptr);
+
+  // Removes the temporary files; the directory keeps its previous pack.
+  void Abandon();
+
+  // The first error, sticky: once set, every call returns it.
+  const Status& status() const { return status_; }
+  uint64_t record_count() const { return records_.size(); }
+  uint64_t data_bytes() const { return data_offset_; }
+  const std::string& out_dir() const { return out_dir_; }
+
+ private:
+  PackWriter() = default;
+  Status CheckLabel(uint32_t label, std::string_view name);
+  Status AppendEntry(std::string_view name, uint32_t label, Codec codec,
+                     uint64_t stored, uint64_t original, uint64_t checksum);
+  Status WriteData(const char* p, size_t n);
+  Status FlushData();
+  Status Fail(Status s);
+
+  PackWriterOptions options_;
+  std::string out_dir_;
+  int dir_fd_ = -1;
+  int data_fd_ = -1;
+  int index_fd_ = -1;
+  std::string data_tmp_;
+  std::string index_tmp_;
+  std::string buffer_;
+  uint64_t data_offset_ = 0;  // logical size of data.ufs so far
+  std::vector<RecordEntry> records_;
+  std::vector<ClassEntry> classes_;
+  std::string names_;
+  Status status_;
+  bool finished_ = false;
+};
+
+struct BuildProgress {
+  uint64_t files_done = 0;
+  uint64_t files_total = 0;
+  uint64_t bytes_in = 0;   // source bytes read
+  uint64_t bytes_out = 0;  // bytes written to data.ufs
+  double seconds = 0;      // since the start of reading
+};
+
+struct BuildOptions {
+  ScanOptions scan;
+  PackWriterOptions writer;
+  // Source files read concurrently.  Large by default: on network storage
+  // every open and read is a round trip, so many must be in flight.
+  int threads = 32;
+  // A file that cannot be read (missing, not a regular file, permission
+  // denied, changed while read) is skipped and reported instead of failing
+  // the build.  Also skips unreadable directories.
+  bool skip_unreadable = false;
+  // Called from the calling thread about four times a second and once at
+  // the end.
+  std::function<void(const BuildProgress&)> progress;
+  // Polled; when it becomes true the build stops with Aborted and leaves
+  // the output directory as it was.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+struct BuildSummary {
+  std::string index_path;
+  std::string data_path;
+  PackId pack_id;
+  uint64_t files = 0;
+  uint64_t classes = 0;
+  uint64_t skipped = 0;  // files and directories skipped
+  uint64_t compressed = 0;  // records stored as zstd
+  uint64_t bytes_in = 0;
+  uint64_t bytes_out = 0;  // size of data.ufs
+  uint64_t index_bytes = 0;
+  double scan_seconds = 0;
+  double seconds = 0;  // whole build
+  std::vector<std::string> warnings;  // at most kMaxWarnings, then a count
+  static constexpr size_t kMaxWarnings = 1000;
+};
+
+// Packs the tree at `src` into `out_dir` (data.ufs + index.ufs).
+UFSPACK_EXPORT Status BuildPack(const std::string& src,
+                                const std::string& out_dir,
+                                const BuildOptions& options,
+                                BuildSummary* summary);
+
+}  // namespace ufspack
+
+#endif  // UFSPACK_BUILDER_H_

@@ -1,0 +1,329 @@
+// Copyright 2026 The ufspack Authors.
+#include "ufspack/scan.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ufspack {
+namespace {
+
+// Decodes one code point at s[*i] the way Python's UTF-8 codec with the
+// surrogateescape handler does: a valid sequence yields its code point; any
+// other byte >= 0x80 yields U+DC00 + byte and advances by one.
+uint32_t NextCodePoint(const unsigned char* s, size_t n, size_t* i) {
+  const unsigned char c = s[*i];
+  if (c < 0x80) {
+    *i += 1;
+    return c;
+  }
+  size_t len = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+  uint32_t cp = 0;
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+    cp = c & 0x1F;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    cp = c & 0x0F;
+    if (c == 0xE0) lo = 0xA0;  // no overlongs
+    if (c == 0xED) hi = 0x9F;  // no UTF-16 surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    cp = c & 0x07;
+    if (c == 0xF0) lo = 0x90;  // no overlongs
+    if (c == 0xF4) hi = 0x8F;  // <= U+10FFFF
+  }
+  if (len != 0 && *i + len <= n) {
+    bool ok = s[*i + 1] >= lo && s[*i + 1] <= hi;
+    for (size_t k = 2; ok && k < len; ++k) {
+      ok = s[*i + k] >= 0x80 && s[*i + k] <= 0xBF;
+    }
+    if (ok) {
+      for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (s[*i + k] & 0x3F);
+      *i += len;
+      return cp;
+    }
+  }
+  *i += 1;
+  return 0xDC00u + c;
+}
+
+struct DirListing {
+  std::string rel;  // "" for the walk's top, else "/a/b" below it
+  std::vector<std::string> files;
+};
+
+struct Walker {
+  const ScanOptions& options;
+  ScanResult* result;
+  std::vector<std::pair<dev_t, ino_t>> ancestors;
+
+  // Lists `path` (shown to users as `shown`) and everything below it,
+  // appending one DirListing per directory, in walk order.
+  Status Walk(const std::string& path, const std::string& rel,
+              std::vector<DirListing>* out) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return Unreadable(path, errno);
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+      int e = errno;
+      ::close(fd);
+      return Unreadable(path, e);
+    }
+    if (!rel.empty() && options.exclude_ino != 0 &&
+        st.st_dev == options.exclude_dev && st.st_ino == options.exclude_ino) {
+      ::close(fd);
+      result->warnings.push_back(path +
+                                 ": the output directory lies inside the "
+                                 "source tree; not packing it");
+      return Status::OK();
+    }
+    for (const auto& a : ancestors) {
+      if (a.first == st.st_dev && a.second == st.st_ino) {
+        ::close(fd);
+        result->warnings.push_back(path +
+                                   ": symlink loop (leads back to an "
+                                   "ancestor directory); not followed");
+        result->skipped++;
+        return Status::OK();
+      }
+    }
+    DIR* dir = ::fdopendir(fd);
+    if (dir == nullptr) {
+      int e = errno;
+      ::close(fd);
+      return Unreadable(path, e);
+    }
+    DirListing listing;
+    listing.rel = rel;
+    std::vector<std::string> subdirs;
+    errno = 0;
+    while (struct dirent* ent = ::readdir(dir)) {
+      const char* n = ent->d_name;
+      if (n[0] == '.' && (n[1] == 0 || (n[1] == '.' && n[2] == 0))) continue;
+      bool is_dir = false;
+      if (ent->d_type == DT_DIR) {
+        is_dir = true;
+      } else if (ent->d_type == DT_LNK || ent->d_type == DT_UNKNOWN) {
+        // os.walk(followlinks=True): entry.is_dir() follows symlinks; a
+        // dangling link is a file.
+        struct stat est;
+        is_dir = ::fstatat(::dirfd(dir), n, &est, 0) == 0 && S_ISDIR(est.st_mode);
+      }
+      if (is_dir) {
+        subdirs.emplace_back(n);
+      } else {
+        listing.files.emplace_back(n);
+      }
+      errno = 0;
+    }
+    int read_errno = errno;
+    ::closedir(dir);
+    if (read_errno != 0) return Unreadable(path, read_errno);
+
+    out->push_back(std::move(listing));
+    ancestors.emplace_back(st.st_dev, st.st_ino);
+    for (const std::string& d : subdirs) {
+      Status s = Walk(path + "/" + d, rel + "/" + d, out);
+      if (!s.ok()) {
+        ancestors.pop_back();
+        return s;
+      }
+    }
+    ancestors.pop_back();
+    return Status::OK();
+  }
+
+  Status Unreadable(const std::string& path, int errnum) {
+    Status s = Status::FromErrno(path + ": cannot read directory", errnum);
+    if (options.skip_unreadable) {
+      result->warnings.push_back(std::string(s.message()) + "; skipped");
+      result->skipped++;
+      return Status::OK();
+    }
+    return Status::IOError(s.message());
+  }
+};
+
+std::string ExtensionList(const std::vector<std::string>& exts) {
+  std::string s;
+  for (const auto& e : exts) {
+    if (!s.empty()) s += ", ";
+    s += e;
+  }
+  return s;
+}
+
+}  // namespace
+
+const std::vector<std::string>& DefaultImageExtensions() {
+  static const std::vector<std::string> kExtensions = {
+      ".jpg", ".jpeg", ".png", ".ppm", ".bmp",
+      ".pgm", ".tif",  ".tiff", ".webp"};
+  return kExtensions;
+}
+
+bool PyFsLess(std::string_view a, std::string_view b) {
+  const auto* pa = reinterpret_cast<const unsigned char*>(a.data());
+  const auto* pb = reinterpret_cast<const unsigned char*>(b.data());
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    // Fast path: equal ASCII bytes.
+    if (pa[i] < 0x80 && pb[j] < 0x80) {
+      if (pa[i] != pb[j]) return pa[i] < pb[j];
+      ++i;
+      ++j;
+      continue;
+    }
+    uint32_t ca = NextCodePoint(pa, a.size(), &i);
+    uint32_t cb = NextCodePoint(pb, b.size(), &j);
+    if (ca != cb) return ca < cb;
+  }
+  return i == a.size() && j < b.size();
+}
+
+bool HasAllowedExtension(std::string_view name,
+                         const std::vector<std::string>& extensions) {
+  for (const std::string& ext : extensions) {
+    if (ext.size() > name.size()) continue;
+    std::string_view tail = name.substr(name.size() - ext.size());
+    bool match = true;
+    for (size_t k = 0; k < ext.size() && match; ++k) {
+      char c = tail[k];
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+      match = c == ext[k];
+    }
+    if (match) return true;
+  }
+  return false;
+}
+
+Status ScanTree(const std::string& root_in, const ScanOptions& options_in,
+                ScanResult* result) {
+  ScanOptions options = options_in;
+  for (std::string& e : options.extensions) {
+    for (char& c : e) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    }
+    if (e.empty() || e[0] != '.') e.insert(e.begin(), '.');
+  }
+  std::string root = root_in;
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  *result = ScanResult();
+  result->root = root;
+
+  struct stat st;
+  if (::stat(root.c_str(), &st) != 0) return Status::FromErrno(root, errno);
+  if (!S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument(root + ": not a directory");
+  }
+  Walker walker{options, result, {}};
+  auto accept = [&](const std::string& fname) {
+    return options.all_files || HasAllowedExtension(fname, options.extensions);
+  };
+  auto by_rel = [](const DirListing& x, const DirListing& y) {
+    return PyFsLess(x.rel, y.rel);
+  };
+  auto emit = [&](std::vector<DirListing>* listings, const std::string& prefix,
+                  uint32_t label) -> uint64_t {
+    std::sort(listings->begin(), listings->end(), by_rel);
+    uint64_t n = 0;
+    for (DirListing& d : *listings) {
+      std::sort(d.files.begin(), d.files.end(), PyFsLess);
+      for (const std::string& f : d.files) {
+        if (!accept(f)) continue;
+        std::string name = prefix + d.rel;
+        if (!name.empty() && name[0] == '/') name.erase(0, 1);
+        if (!name.empty()) name += '/';
+        name += f;
+        result->entries.push_back(ScanEntry{std::move(name), label});
+        ++n;
+      }
+    }
+    return n;
+  };
+
+  if (options.flat) {
+    std::vector<DirListing> listings;
+    UFSPACK_RETURN_IF_ERROR(walker.Walk(root, "", &listings));
+    emit(&listings, "", 0xFFFFFFFFu);
+    return Status::OK();
+  }
+
+  // Classes: directories (following symlinks) directly under the root.
+  DIR* dir = ::opendir(root.c_str());
+  if (dir == nullptr) return Status::FromErrno(root + ": cannot read directory", errno);
+  std::vector<std::string> classes;
+  errno = 0;
+  while (struct dirent* ent = ::readdir(dir)) {
+    const char* n = ent->d_name;
+    if (n[0] == '.' && (n[1] == 0 || (n[1] == '.' && n[2] == 0))) continue;
+    bool is_dir = ent->d_type == DT_DIR;
+    if (ent->d_type == DT_LNK || ent->d_type == DT_UNKNOWN) {
+      struct stat est;
+      is_dir = ::fstatat(::dirfd(dir), n, &est, 0) == 0 && S_ISDIR(est.st_mode);
+    }
+    if (is_dir && options.exclude_ino != 0 &&
+        (ent->d_ino == options.exclude_ino || ent->d_type != DT_DIR)) {
+      struct stat est;
+      if (::fstatat(::dirfd(dir), n, &est, 0) == 0 &&
+          est.st_dev == options.exclude_dev &&
+          est.st_ino == options.exclude_ino) {
+        result->warnings.push_back(root + "/" + n +
+                                   ": the output directory lies inside the "
+                                   "source tree; not packing it");
+        is_dir = false;
+      }
+    }
+    if (is_dir) classes.emplace_back(n);
+    errno = 0;
+  }
+  int read_errno = errno;
+  ::closedir(dir);
+  if (read_errno != 0) {
+    return Status::FromErrno(root + ": cannot read directory", read_errno);
+  }
+  std::sort(classes.begin(), classes.end(), PyFsLess);
+  if (classes.empty()) {
+    return Status::InvalidArgument(
+        root + ": no class directories found (an ImageFolder tree is "
+               "root/<class>/<file>; use --flat for a tree without classes)");
+  }
+  if (classes.size() >= 0xFFFFFFFFu) {
+    return Status::InvalidArgument(root + ": too many classes");
+  }
+  std::vector<std::string> empty;
+  for (uint32_t label = 0; label < classes.size(); ++label) {
+    const std::string& c = classes[label];
+    std::vector<DirListing> listings;
+    UFSPACK_RETURN_IF_ERROR(walker.Walk(root + "/" + c, "", &listings));
+    if (emit(&listings, c, label) == 0) empty.push_back(c);
+  }
+  result->classes = std::move(classes);
+  if (!empty.empty() && !options.allow_empty) {
+    std::string names;
+    for (const auto& c : empty) {
+      if (!names.empty()) names += ", ";
+      names += "'" + c + "'";
+    }
+    return Status::InvalidArgument(
+        root + ": found no valid file for the class" +
+        (empty.size() > 1 ? "es " : " ") + names +
+        (options.all_files ? std::string()
+                           : " (supported extensions: " +
+                                 ExtensionList(options.extensions) + ")") +
+        "; use --allow-empty to keep empty classes");
+  }
+  return Status::OK();
+}
+
+}  // namespace ufspack

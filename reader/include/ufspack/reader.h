@@ -1,0 +1,191 @@
+// Copyright 2026 The ufspack Authors.
+//
+// Reader: random access to the records of a pack.  See docs/format.md for
+// the file layout.
+//
+//   std::unique_ptr<ufspack::Reader> reader;
+//   ufspack::Status s = ufspack::Reader::Open("train.pack", {}, &reader);
+//   if (!s.ok()) { std::cerr << s.ToString() << "\n"; return 1; }
+//   std::string bytes;
+//   s = reader->Read(42, &bytes);          // one pread(2)
+//
+// Open() maps index.ufs and validates the headers, the section layout and
+// the pairing with data.ufs in time independent of the record count: no
+// per-record parsing, no directory scan.  Each record entry is decoded and
+// bounds-checked when it is used, so a damaged index yields a Status, never
+// a crash or out-of-bounds read.
+//
+// Read() serves a record with exactly one pread(2) on data.ufs (plus zstd
+// decompression for compressed records) and verifies the record's XXH3-64
+// checksum unless ReaderOptions::verify_checksums is false.
+//
+// Thread safety: a Reader is immutable after Open(); every const method may
+// be called concurrently from any number of threads.
+//
+// Fork safety: data.ufs is opened O_CLOEXEC and read with pread only (no
+// shared file offset); the index mapping is read-only.  A child process may
+// keep using a Reader created before fork().
+//
+// Lifetimes: string_views returned by the Reader (names, class names) point
+// into the index mapping and are valid until the Reader is destroyed.  A
+// pack replaced on disk (by `ufspack build` renaming new files into place)
+// does not affect an open Reader: it keeps serving the pair it opened.
+// Truncating index.ufs in place while it is mapped is not supported.
+#ifndef UFSPACK_READER_H_
+#define UFSPACK_READER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ufspack/export.h"
+#include "ufspack/file.h"
+#include "ufspack/format.h"
+#include "ufspack/status.h"
+
+namespace ufspack {
+
+struct ReaderOptions {
+  // Verify each record's XXH3-64 checksum on Read().  A mismatch is
+  // reported as Corruption; wrong bytes are never returned.
+  bool verify_checksums = true;
+  // Hash the whole index body at Open() (O(index size)).  Off by default so
+  // Open() stays constant-time; `ufspack verify` always checks it.
+  bool verify_index_checksum = false;
+};
+
+// One record's index entry, decoded and validated.
+struct Record {
+  uint64_t index = 0;
+  uint64_t offset = 0;           // of the stored bytes in data.ufs
+  uint64_t stored_length = 0;    // bytes on disk
+  uint64_t original_length = 0;  // bytes Read() returns
+  uint64_t checksum = 0;         // XXH3-64 of the stored bytes
+  uint32_t label = 0;            // class index, kNoLabel in a flat pack
+  Codec codec = Codec::kRaw;
+  std::string_view name;  // relative path, raw bytes; valid while the
+                          // Reader lives
+};
+
+// One class: its name and the contiguous range of records it labels.
+struct ClassInfo {
+  std::string_view name;  // valid while the Reader lives
+  uint64_t first_record = 0;
+  uint64_t record_count = 0;
+};
+
+// Pack-level facts from the index header.
+struct PackInfo {
+  std::string index_path;
+  std::string data_path;
+  uint32_t version = 0;
+  PackId pack_id;
+  uint64_t record_count = 0;
+  uint64_t class_count = 0;
+  uint64_t data_size = 0;
+  uint64_t index_size = 0;
+  bool flat = false;
+  uint32_t optional_flags = 0;
+  ChecksumType checksum_type = ChecksumType::kXXH3_64;
+};
+
+// Records read by ReadBatch(): all payloads in one buffer.
+struct Batch {
+  std::string data;               // payloads back to back
+  std::vector<uint64_t> offsets;  // size() + 1 entries into data
+
+  size_t size() const { return offsets.empty() ? 0 : offsets.size() - 1; }
+  std::string_view get(size_t k) const {
+    return std::string_view(data.data() + offsets[k],
+                            offsets[k + 1] - offsets[k]);
+  }
+};
+
+class UFSPACK_EXPORT Reader {
+ public:
+  // Opens a pack.  `path` is the pack directory (holding index.ufs and
+  // data.ufs) or the index file itself (data.ufs is then taken from the same
+  // directory).  Errors: NotFound when the files are missing; Corruption for
+  // a damaged or mismatched pair; NotSupported for a newer format.
+  static Status Open(const std::string& path, const ReaderOptions& options,
+                     std::unique_ptr<Reader>* reader);
+
+  // Opens a pack from already opened storage (tests, fuzzers, custom
+  // storage).  Takes ownership of both.
+  static Status Open(std::unique_ptr<Region> index,
+                     std::unique_ptr<RandomAccessFile> data,
+                     const ReaderOptions& options,
+                     std::unique_ptr<Reader>* reader);
+
+  ~Reader();
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+
+  const PackInfo& info() const { return info_; }
+  const ReaderOptions& options() const { return options_; }
+  uint64_t size() const { return info_.record_count; }
+  uint64_t class_count() const { return info_.class_count; }
+
+  // Decodes and validates entry `i`.  OutOfRange for i >= size();
+  // Corruption when the entry is inconsistent with the pack.
+  Status GetRecord(uint64_t i, Record* record) const;
+
+  // Class `c` (0 <= c < class_count()).
+  Status GetClass(uint64_t c, ClassInfo* info) const;
+
+  // Index of the record named `name` (its relative path, e.g.
+  // "cats/cat.1.jpg").  NotFound if absent.  O(1) expected: probes the
+  // on-disk hash table; nothing is built at Open().
+  Status Find(std::string_view name, uint64_t* index) const;
+
+  // Reads record `i`'s original bytes into dst[0, original_length) and sets
+  // *length.  REQUIRES: capacity >= original_length (else InvalidArgument;
+  // GetRecord() tells the size).  Exactly one pread(2) for raw records; the
+  // caller's buffer receives the bytes directly.
+  Status Read(uint64_t i, char* dst, size_t capacity, size_t* length) const;
+
+  // As above, resizing *out to the record's length.
+  Status Read(uint64_t i, std::string* out) const;
+
+  // As above for an already decoded record (saves the second decode when
+  // the caller needed GetRecord() anyway).
+  Status Read(const Record& record, char* dst, size_t capacity) const;
+
+  // Reads `count` records into one buffer.  With threads > 1 the reads are
+  // spread over that many threads.  The first error stops the batch.
+  Status ReadBatch(const uint64_t* indices, size_t count, Batch* out,
+                   int threads = 1) const;
+
+  // Full structural check of the index: body checksum, every record entry,
+  // the class table and the lookup table.  O(records).  Does not read
+  // data.ufs.  Returns the first problem found.
+  Status CheckIndex() const;
+
+ private:
+  Reader() = default;
+  Status Init();
+  Status Corrupt(uint64_t i, std::string_view name, std::string_view what) const;
+  Status ReadStored(const Record& r, char* dst) const;
+
+  ReaderOptions options_;
+  PackInfo info_;
+  IndexHeader header_;
+  std::unique_ptr<Region> index_;
+  std::unique_ptr<RandomAccessFile> data_;
+  std::string_view records_;  // record table bytes
+  std::string_view classes_;  // class table bytes
+  std::string_view lookup_;   // lookup slots
+  std::string_view names_;    // name pool
+};
+
+// Resolves a pack path given to Reader::Open() into its two file paths.
+UFSPACK_EXPORT Status ResolvePackPath(const std::string& path,
+                                      std::string* index_path,
+                                      std::string* data_path);
+
+}  // namespace ufspack
+
+#endif  // UFSPACK_READER_H_

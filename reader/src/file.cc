@@ -1,0 +1,194 @@
+// Copyright 2026 The ufspack Authors.
+#include "ufspack/file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <utility>
+
+namespace ufspack {
+
+RandomAccessFile::~RandomAccessFile() = default;
+Region::~Region() = default;
+
+namespace {
+
+class PosixRandomAccessFile final : public RandomAccessFile {
+ public:
+  PosixRandomAccessFile(std::string name, int fd)
+      : name_(std::move(name)), fd_(fd) {}
+  ~PosixRandomAccessFile() override { ::close(fd_); }
+
+  Status Read(uint64_t offset, size_t n, char* scratch,
+              size_t* bytes_read) const override {
+    size_t done = 0;
+    while (done < n) {
+      ssize_t r = ::pread(fd_, scratch + done, n - done,
+                          static_cast<off_t>(offset + done));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        *bytes_read = done;
+        return Status::FromErrno(name_ + ": read at offset " +
+                                     std::to_string(offset + done),
+                                 errno);
+      }
+      if (r == 0) break;  // end of file
+      done += static_cast<size_t>(r);
+    }
+    *bytes_read = done;
+    return Status::OK();
+  }
+
+  Status Size(uint64_t* size) const override {
+    struct stat st;
+    if (::fstat(fd_, &st) != 0) return Status::FromErrno(name_ + ": fstat", errno);
+    *size = static_cast<uint64_t>(st.st_size);
+    return Status::OK();
+  }
+
+  const std::string& name() const override { return name_; }
+
+ private:
+  const std::string name_;
+  const int fd_;
+};
+
+class MemoryRandomAccessFile final : public RandomAccessFile {
+ public:
+  MemoryRandomAccessFile(std::string name, std::string contents)
+      : name_(std::move(name)), contents_(std::move(contents)) {}
+
+  Status Read(uint64_t offset, size_t n, char* scratch,
+              size_t* bytes_read) const override {
+    if (offset >= contents_.size()) {
+      *bytes_read = 0;
+      return Status::OK();
+    }
+    size_t avail = contents_.size() - static_cast<size_t>(offset);
+    size_t take = std::min(n, avail);
+    std::memcpy(scratch, contents_.data() + offset, take);
+    *bytes_read = take;
+    return Status::OK();
+  }
+
+  Status Size(uint64_t* size) const override {
+    *size = contents_.size();
+    return Status::OK();
+  }
+
+  const std::string& name() const override { return name_; }
+
+ private:
+  const std::string name_;
+  const std::string contents_;
+};
+
+class MmapRegion final : public Region {
+ public:
+  MmapRegion(std::string name, void* base, size_t length)
+      : name_(std::move(name)), base_(base), length_(length) {}
+  ~MmapRegion() override {
+    if (base_ != nullptr) ::munmap(base_, length_);
+  }
+  std::string_view bytes() const override {
+    return std::string_view(static_cast<const char*>(base_), length_);
+  }
+  const std::string& name() const override { return name_; }
+
+ private:
+  const std::string name_;
+  void* const base_;
+  const size_t length_;
+};
+
+class MemoryRegion final : public Region {
+ public:
+  MemoryRegion(std::string name, std::string contents)
+      : name_(std::move(name)), contents_(std::move(contents)) {}
+  std::string_view bytes() const override { return contents_; }
+  const std::string& name() const override { return name_; }
+
+ private:
+  const std::string name_;
+  const std::string contents_;
+};
+
+int OpenReadOnly(const std::string& path) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+}  // namespace
+
+Status NewPosixRandomAccessFile(const std::string& path,
+                                std::unique_ptr<RandomAccessFile>* result) {
+  int fd = OpenReadOnly(path);
+  if (fd < 0) return Status::FromErrno(path, errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    return Status::FromErrno(path + ": fstat", e);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::InvalidArgument(path + ": not a regular file");
+  }
+  result->reset(new PosixRandomAccessFile(path, fd));
+  return Status::OK();
+}
+
+std::unique_ptr<RandomAccessFile> NewMemoryRandomAccessFile(
+    std::string name, std::string contents) {
+  return std::make_unique<MemoryRandomAccessFile>(std::move(name),
+                                                  std::move(contents));
+}
+
+Status MapFile(const std::string& path, std::unique_ptr<Region>* result) {
+  int fd = OpenReadOnly(path);
+  if (fd < 0) return Status::FromErrno(path, errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    return Status::FromErrno(path + ": fstat", e);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::InvalidArgument(path + ": not a regular file");
+  }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size > SIZE_MAX) {
+    ::close(fd);
+    return Status::NotSupported(path + ": too large to map");
+  }
+  void* base = nullptr;
+  if (size > 0) {
+    base = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_SHARED, fd,
+                  0);
+    if (base == MAP_FAILED) {
+      int e = errno;
+      ::close(fd);
+      return Status::FromErrno(path + ": mmap", e);
+    }
+  }
+  ::close(fd);
+  result->reset(new MmapRegion(path, base, static_cast<size_t>(size)));
+  return Status::OK();
+}
+
+std::unique_ptr<Region> NewMemoryRegion(std::string name,
+                                        std::string contents) {
+  return std::make_unique<MemoryRegion>(std::move(name), std::move(contents));
+}
+
+}  // namespace ufspack

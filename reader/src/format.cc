@@ -1,0 +1,396 @@
+// Copyright 2026 The ufspack Authors.
+// See docs/format.md.
+#include "ufspack/format.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "ufspack/coding.h"
+
+namespace ufspack {
+namespace {
+
+static_assert(DataHeader::kEncodedLength == 64, "docs/format.md: data header");
+static_assert(IndexHeader::kEncodedLength == 160, "docs/format.md: index header");
+static_assert(RecordEntry::kEncodedLength == 56, "docs/format.md: record entry");
+static_assert(ClassEntry::kEncodedLength == 32, "docs/format.md: class entry");
+static_assert(sizeof(kDataMagic) == 8 && sizeof(kIndexMagic) == 8, "magic");
+
+bool AllZero(const char* p, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (p[i] != 0) return false;
+  }
+  return true;
+}
+
+std::string Hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "0x%016llx",
+                static_cast<unsigned long long>(v));
+  return buf;
+}
+
+Status CheckVersion(uint32_t version, const char* what) {
+  if (version < kMinReadableVersion || version > kMaxReadableVersion) {
+    return Status::NotSupported(
+        std::string("unsupported ") + what + " version " +
+        std::to_string(version) + ", this build reads " +
+        std::to_string(kMinReadableVersion) + ".." +
+        std::to_string(kMaxReadableVersion));
+  }
+  return Status::OK();
+}
+
+std::string ShortInput(const char* what, size_t want, size_t got) {
+  return std::string(what) + " needs " + std::to_string(want) +
+         " bytes, found " + std::to_string(got);
+}
+
+}  // namespace
+
+const char* CodecName(Codec codec) {
+  switch (codec) {
+    case Codec::kRaw:
+      return "raw";
+    case Codec::kZstd:
+      return "zstd";
+  }
+  return "unknown";
+}
+
+uint64_t Checksum64(const void* data, size_t n) {
+  return XXH3_64bits(data, n);
+}
+
+PackId PackId::Of(const void* data, size_t n) {
+  XXH128_hash_t h = XXH3_128bits(data, n);
+  PackId id;
+  char buf[16];
+  EncodeFixed64(buf, h.low64);
+  EncodeFixed64(buf + 8, h.high64);
+  std::memcpy(id.bytes.data(), buf, 16);
+  return id;
+}
+
+std::string PackId::ToHex() const {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(32);
+  for (uint8_t b : bytes) {
+    s.push_back(kDigits[b >> 4]);
+    s.push_back(kDigits[b & 15]);
+  }
+  return s;
+}
+
+uint64_t LookupSlotsFor(uint64_t record_count) {
+  if (record_count == 0) return 0;
+  uint64_t slots = 1;
+  while (slots < 2 * record_count) slots <<= 1;
+  return slots;
+}
+
+// --- DataHeader --------------------------------------------------------------
+//   0  8  magic "\x89UFSDAT\n"
+//   8  4  version
+//  12  4  header size (64)
+//  16 16  pack id
+//  32 32  reserved, zero
+
+void DataHeader::EncodeTo(std::string* dst) const {
+  char buf[kEncodedLength] = {};
+  std::memcpy(buf, kDataMagic, 8);
+  EncodeFixed32(buf + 8, version);
+  EncodeFixed32(buf + 12, static_cast<uint32_t>(kEncodedLength));
+  std::memcpy(buf + 16, pack_id.bytes.data(), 16);
+  dst->append(buf, kEncodedLength);
+}
+
+Status DataHeader::DecodeFrom(std::string_view* input) {
+  if (input->size() < 8 || std::memcmp(input->data(), kDataMagic, 8) != 0) {
+    return Status::Corruption("not a ufspack data file (bad magic)");
+  }
+  if (input->size() < kEncodedLength) {
+    return Status::Corruption(
+        ShortInput("data header", kEncodedLength, input->size()));
+  }
+  const char* p = input->data();
+  version = DecodeFixed32(p + 8);
+  UFSPACK_RETURN_IF_ERROR(CheckVersion(version, "data file"));
+  uint32_t header_size = DecodeFixed32(p + 12);
+  if (header_size != kEncodedLength) {
+    return Status::Corruption("data header: header size at offset 12: expected " +
+                              std::to_string(kEncodedLength) + ", found " +
+                              std::to_string(header_size));
+  }
+  std::memcpy(pack_id.bytes.data(), p + 16, 16);
+  if (!AllZero(p + 32, 32)) {
+    return Status::Corruption(
+        "data header: reserved bytes 32..63 are not zero");
+  }
+  input->remove_prefix(kEncodedLength);
+  return Status::OK();
+}
+
+// --- IndexHeader -------------------------------------------------------------
+//   0  8  magic "\x89UFSIDX\n"        80  8  records.offset
+//   8  4  version                     88  8  records.size
+//  12  4  header size (160)           96  8  classes.offset
+//  16  4  required flags             104  8  classes.size
+//  20  4  optional flags             112  8  lookup.offset
+//  24  1  checksum type              120  8  lookup.size
+//  25  3  reserved, zero             128  8  names.offset
+//  28  4  record size (56)           136  8  names.size
+//  32 16  pack id                    144  8  body checksum
+//  48  8  record count               152  8  header checksum (of bytes 0..151)
+//  56  8  class count
+//  64  8  data size
+//  72  8  index size
+
+void IndexHeader::EncodeTo(std::string* dst) const {
+  char buf[kEncodedLength] = {};
+  std::memcpy(buf, kIndexMagic, 8);
+  EncodeFixed32(buf + 8, version);
+  EncodeFixed32(buf + 12, static_cast<uint32_t>(kEncodedLength));
+  EncodeFixed32(buf + 16, required_flags);
+  EncodeFixed32(buf + 20, optional_flags);
+  buf[24] = static_cast<char>(checksum_type);
+  EncodeFixed32(buf + 28, record_size);
+  std::memcpy(buf + 32, pack_id.bytes.data(), 16);
+  EncodeFixed64(buf + 48, record_count);
+  EncodeFixed64(buf + 56, class_count);
+  EncodeFixed64(buf + 64, data_size);
+  EncodeFixed64(buf + 72, index_size);
+  const Section* sections[4] = {&records, &classes, &lookup, &names};
+  for (int i = 0; i < 4; ++i) {
+    EncodeFixed64(buf + 80 + 16 * i, sections[i]->offset);
+    EncodeFixed64(buf + 88 + 16 * i, sections[i]->size);
+  }
+  EncodeFixed64(buf + 144, body_checksum);
+  EncodeFixed64(buf + kHeaderChecksumOffset,
+                Checksum64(buf, kHeaderChecksumOffset));
+  dst->append(buf, kEncodedLength);
+}
+
+Status IndexHeader::DecodeFrom(std::string_view* input) {
+  if (input->size() < 8 || std::memcmp(input->data(), kIndexMagic, 8) != 0) {
+    return Status::Corruption("not a ufspack index (bad magic)");
+  }
+  if (input->size() < kEncodedLength) {
+    return Status::Corruption("truncated: " + ShortInput("index header",
+                                                         kEncodedLength,
+                                                         input->size()));
+  }
+  const char* p = input->data();
+  version = DecodeFixed32(p + 8);
+  UFSPACK_RETURN_IF_ERROR(CheckVersion(version, "index"));
+  const uint64_t stored_sum = DecodeFixed64(p + kHeaderChecksumOffset);
+  const uint64_t actual_sum = Checksum64(p, kHeaderChecksumOffset);
+  if (stored_sum != actual_sum) {
+    return Status::Corruption("index header checksum mismatch: expected " +
+                              Hex(stored_sum) + ", found " + Hex(actual_sum));
+  }
+  uint32_t header_size = DecodeFixed32(p + 12);
+  if (header_size != kEncodedLength) {
+    return Status::Corruption("index header: header size at offset 12: expected " +
+                              std::to_string(kEncodedLength) + ", found " +
+                              std::to_string(header_size));
+  }
+  required_flags = DecodeFixed32(p + 16);
+  if ((required_flags & ~kKnownRequiredFlags) != 0) {
+    return Status::NotSupported("index requires features this build lacks "
+                                "(required flags " +
+                                Hex(required_flags & ~kKnownRequiredFlags) +
+                                ")");
+  }
+  optional_flags = DecodeFixed32(p + 20);
+  uint8_t ck = static_cast<uint8_t>(p[24]);
+  if (ck != static_cast<uint8_t>(ChecksumType::kXXH3_64)) {
+    return Status::NotSupported("index: unsupported checksum type " +
+                                std::to_string(ck) + ", this build reads 1 (XXH3-64)");
+  }
+  checksum_type = static_cast<ChecksumType>(ck);
+  if (!AllZero(p + 25, 3)) {
+    return Status::Corruption("index header: reserved bytes 25..27 are not zero");
+  }
+  record_size = DecodeFixed32(p + 28);
+  if (record_size != RecordEntry::kEncodedLength) {
+    return Status::Corruption("index header: record size at offset 28: expected " +
+                              std::to_string(RecordEntry::kEncodedLength) +
+                              ", found " + std::to_string(record_size));
+  }
+  std::memcpy(pack_id.bytes.data(), p + 32, 16);
+  record_count = DecodeFixed64(p + 48);
+  class_count = DecodeFixed64(p + 56);
+  data_size = DecodeFixed64(p + 64);
+  index_size = DecodeFixed64(p + 72);
+  Section* sections[4] = {&records, &classes, &lookup, &names};
+  for (int i = 0; i < 4; ++i) {
+    sections[i]->offset = DecodeFixed64(p + 80 + 16 * i);
+    sections[i]->size = DecodeFixed64(p + 88 + 16 * i);
+  }
+  body_checksum = DecodeFixed64(p + 144);
+  input->remove_prefix(kEncodedLength);
+  return Status::OK();
+}
+
+Status IndexHeader::ValidateLayout() const {
+  if (record_count > kMaxRecords) {
+    return Status::Corruption("index header: record count " +
+                              std::to_string(record_count) +
+                              " exceeds the format limit " +
+                              std::to_string(kMaxRecords));
+  }
+  if (class_count >= kNoLabel) {
+    return Status::Corruption("index header: class count " +
+                              std::to_string(class_count) +
+                              " exceeds the format limit " +
+                              std::to_string(kNoLabel - 1));
+  }
+  if (flat() && class_count != 0) {
+    return Status::Corruption("index header: flat pack with " +
+                              std::to_string(class_count) + " classes");
+  }
+  if (data_size < DataHeader::kEncodedLength) {
+    return Status::Corruption("index header: data size " +
+                              std::to_string(data_size) +
+                              " is smaller than the data header (64 bytes)");
+  }
+  if (index_size < kEncodedLength) {
+    return Status::Corruption("index header: index size " +
+                              std::to_string(index_size) +
+                              " is smaller than the index header (160 bytes)");
+  }
+  struct Named {
+    const char* name;
+    const Section* s;
+    uint64_t expected_size;  // UINT64_MAX: any
+  };
+  // record_count <= 2^32 and class_count < 2^32, so these cannot overflow.
+  const uint64_t lookup_bytes = LookupSlotsFor(record_count) * 4;
+  Named named[4] = {
+      {"record table", &records, record_count * RecordEntry::kEncodedLength},
+      {"class table", &classes, class_count * ClassEntry::kEncodedLength},
+      {"lookup table", &lookup, lookup_bytes},
+      {"name pool", &names, UINT64_MAX},
+  };
+  for (const Named& n : named) {
+    if (n.expected_size != UINT64_MAX && n.s->size != n.expected_size) {
+      return Status::Corruption(std::string("index header: ") + n.name +
+                                " size: expected " +
+                                std::to_string(n.expected_size) + ", found " +
+                                std::to_string(n.s->size));
+    }
+    if (n.s->offset < kEncodedLength || n.s->offset > index_size ||
+        n.s->size > index_size - n.s->offset) {
+      return Status::Corruption(
+          std::string("index header: ") + n.name + " at offset " +
+          std::to_string(n.s->offset) + " + " + std::to_string(n.s->size) +
+          " lies outside the index (header 160 bytes, index size " +
+          std::to_string(index_size) + ")");
+    }
+  }
+  // Sections must not overlap.
+  std::sort(std::begin(named), std::end(named),
+            [](const Named& a, const Named& b) {
+              return a.s->offset < b.s->offset;
+            });
+  for (int i = 0; i + 1 < 4; ++i) {
+    if (named[i].s->size == 0) continue;
+    if (named[i].s->offset + named[i].s->size > named[i + 1].s->offset &&
+        named[i + 1].s->size != 0) {
+      return Status::Corruption(std::string("index header: ") + named[i].name +
+                                " overlaps " + named[i + 1].name);
+    }
+  }
+  return Status::OK();
+}
+
+// --- RecordEntry -------------------------------------------------------------
+//   0  8  offset            40  4  name length
+//   8  8  stored length     44  4  label
+//  16  8  original length   48  4  name hash (high 32 bits)
+//  24  8  checksum          52  1  codec
+//  32  8  name offset       53  3  reserved, zero
+
+void RecordEntry::EncodeTo(std::string* dst) const {
+  char buf[kEncodedLength] = {};
+  EncodeFixed64(buf + 0, offset);
+  EncodeFixed64(buf + 8, stored_length);
+  EncodeFixed64(buf + 16, original_length);
+  EncodeFixed64(buf + 24, checksum);
+  EncodeFixed64(buf + 32, name_offset);
+  EncodeFixed32(buf + 40, name_length);
+  EncodeFixed32(buf + 44, label);
+  EncodeFixed32(buf + 48, name_hash);
+  buf[52] = static_cast<char>(codec);
+  dst->append(buf, kEncodedLength);
+}
+
+Status RecordEntry::DecodeFrom(std::string_view* input) {
+  if (input->size() < kEncodedLength) {
+    return Status::Corruption(
+        ShortInput("record entry", kEncodedLength, input->size()));
+  }
+  const char* p = input->data();
+  offset = DecodeFixed64(p + 0);
+  stored_length = DecodeFixed64(p + 8);
+  original_length = DecodeFixed64(p + 16);
+  checksum = DecodeFixed64(p + 24);
+  name_offset = DecodeFixed64(p + 32);
+  name_length = DecodeFixed32(p + 40);
+  label = DecodeFixed32(p + 44);
+  name_hash = DecodeFixed32(p + 48);
+  uint8_t c = static_cast<uint8_t>(p[52]);
+  if (c > static_cast<uint8_t>(Codec::kZstd)) {
+    return Status::Corruption("unknown codec " + std::to_string(c));
+  }
+  codec = static_cast<Codec>(c);
+  if (!AllZero(p + 53, 3)) {
+    return Status::Corruption("reserved bytes 53..55 are not zero");
+  }
+  if (codec == Codec::kRaw && stored_length != original_length) {
+    return Status::Corruption("raw record with stored length " +
+                              std::to_string(stored_length) +
+                              " != original length " +
+                              std::to_string(original_length));
+  }
+  input->remove_prefix(kEncodedLength);
+  return Status::OK();
+}
+
+// --- ClassEntry --------------------------------------------------------------
+//   0  8  name offset       16  8  first record
+//   8  4  name length       24  8  record count
+//  12  4  reserved, zero
+
+void ClassEntry::EncodeTo(std::string* dst) const {
+  char buf[kEncodedLength] = {};
+  EncodeFixed64(buf + 0, name_offset);
+  EncodeFixed32(buf + 8, name_length);
+  EncodeFixed64(buf + 16, first_record);
+  EncodeFixed64(buf + 24, record_count);
+  dst->append(buf, kEncodedLength);
+}
+
+Status ClassEntry::DecodeFrom(std::string_view* input) {
+  if (input->size() < kEncodedLength) {
+    return Status::Corruption(
+        ShortInput("class entry", kEncodedLength, input->size()));
+  }
+  const char* p = input->data();
+  name_offset = DecodeFixed64(p + 0);
+  name_length = DecodeFixed32(p + 8);
+  if (!AllZero(p + 12, 4)) {
+    return Status::Corruption("reserved bytes 12..15 are not zero");
+  }
+  first_record = DecodeFixed64(p + 16);
+  record_count = DecodeFixed64(p + 24);
+  input->remove_prefix(kEncodedLength);
+  return Status::OK();
+}
+
+}  // namespace ufspack

@@ -1,0 +1,575 @@
+// Copyright 2026 The ufspack Authors.
+#include "ufspack/reader.h"
+
+#include <sys/stat.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "ufspack/coding.h"
+
+namespace ufspack {
+namespace {
+
+// A zstd block of at most 128 KiB needs at least 4 bytes (3-byte header and
+// one RLE byte), so no frame expands by more than this factor.  Bounds the
+// allocation a damaged index can ask for.
+constexpr uint64_t kMaxZstdExpansion = 32768;
+
+std::string Hex64(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "0x%016llx",
+                static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Printable form of a record name for messages: non-printable bytes are
+// shown as \xNN so a message is always one line of text.
+std::string Printable(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c != 0x7f && c != '\\') {
+      out.push_back(static_cast<char>(c));
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+std::string DirName(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+struct ZstdDCtxDeleter {
+  void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }
+};
+
+// Per-thread decompression state: no locks on the read path, and nothing
+// shared that a fork() could leave locked.
+ZSTD_DCtx* ThreadDCtx() {
+  thread_local std::unique_ptr<ZSTD_DCtx, ZstdDCtxDeleter> ctx(ZSTD_createDCtx());
+  return ctx.get();
+}
+
+std::string& ThreadScratch() {
+  thread_local std::string scratch;
+  return scratch;
+}
+
+}  // namespace
+
+Status ResolvePackPath(const std::string& path, std::string* index_path,
+                       std::string* data_path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    return Status::FromErrno(path, errno);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    std::string base = path;
+    while (base.size() > 1 && base.back() == '/') base.pop_back();
+    *index_path = base + "/" + kIndexFileName;
+    *data_path = base + "/" + kDataFileName;
+    struct stat ist;
+    if (::stat(index_path->c_str(), &ist) != 0) {
+      return Status::NotFound(path + ": not a ufspack pack (no " +
+                              kIndexFileName + " in this directory)");
+    }
+  } else {
+    *index_path = path;
+    *data_path = DirName(path) + "/" + kDataFileName;
+  }
+  return Status::OK();
+}
+
+Reader::~Reader() = default;
+
+Status Reader::Open(const std::string& path, const ReaderOptions& options,
+                    std::unique_ptr<Reader>* reader) {
+  std::string index_path, data_path;
+  UFSPACK_RETURN_IF_ERROR(ResolvePackPath(path, &index_path, &data_path));
+  std::unique_ptr<Region> index;
+  UFSPACK_RETURN_IF_ERROR(MapFile(index_path, &index));
+  std::unique_ptr<RandomAccessFile> data;
+  Status s = NewPosixRandomAccessFile(data_path, &data);
+  if (!s.ok()) {
+    if (s.IsNotFound()) {
+      return Status::NotFound(data_path + ": missing (" + index_path +
+                              " needs its data file beside it)");
+    }
+    return s;
+  }
+  return Open(std::move(index), std::move(data), options, reader);
+}
+
+Status Reader::Open(std::unique_ptr<Region> index,
+                    std::unique_ptr<RandomAccessFile> data,
+                    const ReaderOptions& options,
+                    std::unique_ptr<Reader>* reader) {
+  std::unique_ptr<Reader> r(new Reader());
+  r->options_ = options;
+  r->index_ = std::move(index);
+  r->data_ = std::move(data);
+  UFSPACK_RETURN_IF_ERROR(r->Init());
+  *reader = std::move(r);
+  return Status::OK();
+}
+
+Status Reader::Init() {
+  const std::string& iname = index_->name();
+  const std::string& dname = data_->name();
+  info_.index_path = iname;
+  info_.data_path = dname;
+  std::string_view bytes = index_->bytes();
+  if (bytes.empty()) {
+    return Status::Corruption(iname + ": empty file, not a ufspack index");
+  }
+  std::string_view in = bytes;
+  UFSPACK_RETURN_IF_ERROR(header_.DecodeFrom(&in).WithContext(iname));
+  UFSPACK_RETURN_IF_ERROR(header_.ValidateLayout().WithContext(iname));
+  if (header_.index_size != bytes.size()) {
+    return Status::Corruption(
+        iname + ": size: expected " + std::to_string(header_.index_size) +
+        " bytes (recorded in the header), found " +
+        std::to_string(bytes.size()) +
+        (bytes.size() < header_.index_size ? " (truncated)" : ""));
+  }
+
+  // Pairing: the data header's pack id must match, and the size must be the
+  // one the index recorded.
+  char dh[DataHeader::kEncodedLength];
+  size_t got = 0;
+  UFSPACK_RETURN_IF_ERROR(data_->Read(0, sizeof(dh), dh, &got));
+  DataHeader data_header;
+  std::string_view din(dh, got);
+  UFSPACK_RETURN_IF_ERROR(data_header.DecodeFrom(&din).WithContext(dname));
+  if (data_header.pack_id != header_.pack_id) {
+    return Status::Corruption(
+        iname + " and " + dname + " are not one pack: index pack id " +
+        header_.pack_id.ToHex() + ", data pack id " +
+        data_header.pack_id.ToHex());
+  }
+  if (data_header.version != header_.version) {
+    return Status::Corruption(iname + " is version " +
+                              std::to_string(header_.version) + " but " +
+                              dname + " is version " +
+                              std::to_string(data_header.version));
+  }
+  uint64_t data_size = 0;
+  UFSPACK_RETURN_IF_ERROR(data_->Size(&data_size));
+  if (data_size != header_.data_size) {
+    return Status::Corruption(
+        dname + ": size: expected " + std::to_string(header_.data_size) +
+        " bytes (recorded in " + iname + "), found " +
+        std::to_string(data_size));
+  }
+
+  if (options_.verify_index_checksum) {
+    const uint64_t actual =
+        Checksum64(bytes.data() + IndexHeader::kEncodedLength,
+                   bytes.size() - IndexHeader::kEncodedLength);
+    if (actual != header_.body_checksum) {
+      return Status::Corruption(iname + ": index body checksum mismatch: expected " +
+                                Hex64(header_.body_checksum) + ", found " +
+                                Hex64(actual));
+    }
+  }
+
+  records_ = bytes.substr(header_.records.offset, header_.records.size);
+  classes_ = bytes.substr(header_.classes.offset, header_.classes.size);
+  lookup_ = bytes.substr(header_.lookup.offset, header_.lookup.size);
+  names_ = bytes.substr(header_.names.offset, header_.names.size);
+
+  info_.version = header_.version;
+  info_.pack_id = header_.pack_id;
+  info_.record_count = header_.record_count;
+  info_.class_count = header_.class_count;
+  info_.data_size = header_.data_size;
+  info_.index_size = header_.index_size;
+  info_.flat = header_.flat();
+  info_.optional_flags = header_.optional_flags;
+  info_.checksum_type = header_.checksum_type;
+  return Status::OK();
+}
+
+Status Reader::Corrupt(uint64_t i, std::string_view name,
+                       std::string_view what) const {
+  std::string msg = info_.index_path + ": record " + std::to_string(i);
+  if (!name.empty()) {
+    msg += " '";
+    msg += Printable(name);
+    msg += "'";
+  }
+  msg += ": ";
+  msg += what;
+  return Status::Corruption(msg);
+}
+
+Status Reader::GetRecord(uint64_t i, Record* record) const {
+  if (i >= info_.record_count) {
+    return Status::OutOfRange(info_.index_path + ": record " +
+                              std::to_string(i) + " out of range (pack has " +
+                              std::to_string(info_.record_count) + " records)");
+  }
+  std::string_view in =
+      records_.substr(i * RecordEntry::kEncodedLength, RecordEntry::kEncodedLength);
+  RecordEntry e;
+  Status s = e.DecodeFrom(&in);
+  if (!s.ok()) return Corrupt(i, {}, s.message());
+  if (e.name_offset > names_.size() ||
+      e.name_length > names_.size() - e.name_offset) {
+    return Corrupt(i, {},
+                   "name at pool offset " + std::to_string(e.name_offset) +
+                       " + " + std::to_string(e.name_length) +
+                       " exceeds the name pool (" +
+                       std::to_string(names_.size()) + " bytes)");
+  }
+  std::string_view name = names_.substr(e.name_offset, e.name_length);
+  if (NameHashTag(NameHash(name)) != e.name_hash) {
+    return Corrupt(i, name, "name hash mismatch (damaged name or name pool)");
+  }
+  const uint64_t data_size = info_.data_size;
+  if (e.offset < DataHeader::kEncodedLength || e.offset > data_size ||
+      e.stored_length > data_size - e.offset) {
+    return Corrupt(i, name,
+                   "offset " + std::to_string(e.offset) + " + length " +
+                       std::to_string(e.stored_length) +
+                       " lies outside the data area [64, " +
+                       std::to_string(data_size) + ")");
+  }
+  if (info_.class_count == 0) {
+    if (e.label != kNoLabel) {
+      return Corrupt(i, name,
+                     "label " + std::to_string(e.label) +
+                         " but the pack has no classes");
+    }
+  } else if (e.label >= info_.class_count) {
+    return Corrupt(i, name,
+                   "label " + std::to_string(e.label) + " >= class count " +
+                       std::to_string(info_.class_count));
+  }
+  if (e.codec == Codec::kZstd) {
+    if (e.stored_length == 0 || e.original_length / kMaxZstdExpansion >
+                                    e.stored_length) {
+      return Corrupt(i, name,
+                     "zstd record of " + std::to_string(e.stored_length) +
+                         " bytes cannot expand to " +
+                         std::to_string(e.original_length));
+    }
+  }
+  record->index = i;
+  record->offset = e.offset;
+  record->stored_length = e.stored_length;
+  record->original_length = e.original_length;
+  record->checksum = e.checksum;
+  record->label = e.label;
+  record->codec = e.codec;
+  record->name = name;
+  return Status::OK();
+}
+
+Status Reader::GetClass(uint64_t c, ClassInfo* out) const {
+  if (c >= info_.class_count) {
+    return Status::OutOfRange(info_.index_path + ": class " +
+                              std::to_string(c) + " out of range (pack has " +
+                              std::to_string(info_.class_count) + " classes)");
+  }
+  std::string_view in =
+      classes_.substr(c * ClassEntry::kEncodedLength, ClassEntry::kEncodedLength);
+  ClassEntry e;
+  Status s = e.DecodeFrom(&in);
+  std::string where = info_.index_path + ": class " + std::to_string(c);
+  if (!s.ok()) return Status::Corruption(where + ": " + std::string(s.message()));
+  if (e.name_offset > names_.size() ||
+      e.name_length > names_.size() - e.name_offset) {
+    return Status::Corruption(where + ": name at pool offset " +
+                              std::to_string(e.name_offset) + " + " +
+                              std::to_string(e.name_length) +
+                              " exceeds the name pool (" +
+                              std::to_string(names_.size()) + " bytes)");
+  }
+  if (e.first_record > info_.record_count ||
+      e.record_count > info_.record_count - e.first_record) {
+    return Status::Corruption(where + ": records " +
+                              std::to_string(e.first_record) + " + " +
+                              std::to_string(e.record_count) +
+                              " exceed the record count " +
+                              std::to_string(info_.record_count));
+  }
+  out->name = names_.substr(e.name_offset, e.name_length);
+  out->first_record = e.first_record;
+  out->record_count = e.record_count;
+  return Status::OK();
+}
+
+Status Reader::Find(std::string_view name, uint64_t* index) const {
+  const uint64_t slots = lookup_.size() / 4;
+  if (slots == 0) {
+    return Status::NotFound(info_.index_path + ": no record named '" +
+                            Printable(name) + "'");
+  }
+  const uint64_t h = NameHash(name);
+  const uint32_t tag = NameHashTag(h);
+  uint64_t pos = LookupHome(h, slots);
+  for (uint64_t probe = 0; probe < slots; ++probe) {
+    const uint32_t v = DecodeFixed32(lookup_.data() + pos * 4);
+    if (v == 0) break;
+    const uint64_t candidate = static_cast<uint64_t>(v) - 1;
+    if (candidate >= info_.record_count) {
+      return Status::Corruption(info_.index_path + ": lookup slot " +
+                                std::to_string(pos) + " refers to record " +
+                                std::to_string(candidate) + " of " +
+                                std::to_string(info_.record_count));
+    }
+    // Cheap reject on the stored hash tag before decoding the entry.
+    const uint32_t stored_tag = DecodeFixed32(
+        records_.data() + candidate * RecordEntry::kEncodedLength + 48);
+    if (stored_tag == tag) {
+      Record r;
+      UFSPACK_RETURN_IF_ERROR(GetRecord(candidate, &r));
+      if (r.name == name) {
+        *index = candidate;
+        return Status::OK();
+      }
+    }
+    pos = (pos + 1) & (slots - 1);
+  }
+  return Status::NotFound(info_.index_path + ": no record named '" +
+                          Printable(name) + "'");
+}
+
+// Reads the stored bytes of `r` into dst[0, r.stored_length) with one pread
+// and verifies the checksum.
+Status Reader::ReadStored(const Record& r, char* dst) const {
+  size_t got = 0;
+  Status s = data_->Read(r.offset, r.stored_length, dst, &got);
+  if (!s.ok()) {
+    return s.WithContext("record " + std::to_string(r.index) + " '" +
+                         Printable(r.name) + "'");
+  }
+  if (got != r.stored_length) {
+    return Status::Corruption(
+        data_->name() + ": record " + std::to_string(r.index) + " '" +
+        Printable(r.name) + "' at offset " + std::to_string(r.offset) +
+        ": short read: expected " + std::to_string(r.stored_length) +
+        " bytes, found " + std::to_string(got) + " (data file truncated?)");
+  }
+  if (options_.verify_checksums) {
+    const uint64_t actual = Checksum64(dst, got);
+    if (actual != r.checksum) {
+      return Status::Corruption(
+          data_->name() + ": record " + std::to_string(r.index) + " '" +
+          Printable(r.name) + "' at offset " + std::to_string(r.offset) +
+          " + " + std::to_string(r.stored_length) +
+          ": checksum mismatch: expected " + Hex64(r.checksum) + ", found " +
+          Hex64(actual));
+    }
+  }
+  return Status::OK();
+}
+
+Status Reader::Read(const Record& r, char* dst, size_t capacity) const {
+  if (capacity < r.original_length) {
+    return Status::InvalidArgument(
+        "record " + std::to_string(r.index) + " '" + Printable(r.name) +
+        "' needs " + std::to_string(r.original_length) +
+        " bytes, buffer holds " + std::to_string(capacity));
+  }
+  if (r.codec == Codec::kRaw) return ReadStored(r, dst);
+
+  std::string& scratch = ThreadScratch();
+  if (scratch.size() < r.stored_length) scratch.resize(r.stored_length);
+  UFSPACK_RETURN_IF_ERROR(ReadStored(r, scratch.data()));
+  auto bad = [&](const std::string& what) {
+    return Status::Corruption(data_->name() + ": record " +
+                              std::to_string(r.index) + " '" +
+                              Printable(r.name) + "' at offset " +
+                              std::to_string(r.offset) + ": " + what);
+  };
+  const unsigned long long content =
+      ZSTD_getFrameContentSize(scratch.data(), r.stored_length);
+  if (content != r.original_length) {
+    return bad("zstd frame content size: expected " +
+               std::to_string(r.original_length) + ", found " +
+               (content == ZSTD_CONTENTSIZE_ERROR ||
+                        content == ZSTD_CONTENTSIZE_UNKNOWN
+                    ? std::string("none")
+                    : std::to_string(content)));
+  }
+  ZSTD_DCtx* dctx = ThreadDCtx();
+  if (dctx == nullptr) return Status::IOError("out of memory (ZSTD_createDCtx)");
+  size_t n = ZSTD_decompressDCtx(dctx, dst, capacity, scratch.data(),
+                                 r.stored_length);
+  if (ZSTD_isError(n)) {
+    return bad(std::string("zstd: ") + ZSTD_getErrorName(n));
+  }
+  if (n != r.original_length) {
+    return bad("decompressed to " + std::to_string(n) + " bytes, expected " +
+               std::to_string(r.original_length));
+  }
+  return Status::OK();
+}
+
+Status Reader::Read(uint64_t i, char* dst, size_t capacity,
+                    size_t* length) const {
+  Record r;
+  UFSPACK_RETURN_IF_ERROR(GetRecord(i, &r));
+  UFSPACK_RETURN_IF_ERROR(Read(r, dst, capacity));
+  *length = static_cast<size_t>(r.original_length);
+  return Status::OK();
+}
+
+Status Reader::Read(uint64_t i, std::string* out) const {
+  Record r;
+  UFSPACK_RETURN_IF_ERROR(GetRecord(i, &r));
+  out->resize(static_cast<size_t>(r.original_length));
+  Status s = Read(r, out->data(), out->size());
+  if (!s.ok()) out->clear();
+  return s;
+}
+
+Status Reader::ReadBatch(const uint64_t* indices, size_t count, Batch* out,
+                         int threads) const {
+  std::vector<Record> records(count);
+  out->offsets.assign(count + 1, 0);
+  uint64_t total = 0;
+  for (size_t k = 0; k < count; ++k) {
+    UFSPACK_RETURN_IF_ERROR(GetRecord(indices[k], &records[k]));
+    out->offsets[k] = total;
+    total += records[k].original_length;  // each <= 32768 * data size
+  }
+  out->offsets[count] = total;
+  out->data.resize(static_cast<size_t>(total));
+
+  auto read_one = [&](size_t k) {
+    return Read(records[k], out->data.data() + out->offsets[k],
+                static_cast<size_t>(records[k].original_length));
+  };
+  if (threads <= 1 || count <= 1) {
+    for (size_t k = 0; k < count; ++k) {
+      Status s = read_one(k);
+      if (!s.ok()) {
+        out->data.clear();
+        out->offsets.clear();
+        return s;
+      }
+    }
+    return Status::OK();
+  }
+
+  const size_t n_threads = std::min<size_t>(static_cast<size_t>(threads), count);
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  Status first_error;
+  auto worker = [&]() {
+    for (;;) {
+      if (failed.load(std::memory_order_relaxed)) return;
+      size_t k = next.fetch_add(1, std::memory_order_relaxed);
+      if (k >= count) return;
+      Status s = read_one(k);
+      if (!s.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (first_error.ok()) first_error = s;
+        failed.store(true);
+        return;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  pool.reserve(n_threads - 1);
+  for (size_t t = 1; t < n_threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (!first_error.ok()) {
+    out->data.clear();
+    out->offsets.clear();
+  }
+  return first_error;
+}
+
+Status Reader::CheckIndex() const {
+  const std::string& iname = info_.index_path;
+  std::string_view bytes = index_->bytes();
+  const uint64_t actual = Checksum64(bytes.data() + IndexHeader::kEncodedLength,
+                                     bytes.size() - IndexHeader::kEncodedLength);
+  if (actual != header_.body_checksum) {
+    return Status::Corruption(iname + ": index body checksum mismatch: expected " +
+                              Hex64(header_.body_checksum) + ", found " +
+                              Hex64(actual));
+  }
+  for (uint64_t i = 0; i < info_.record_count; ++i) {
+    Record r;
+    UFSPACK_RETURN_IF_ERROR(GetRecord(i, &r));
+  }
+  uint64_t covered = 0;
+  for (uint64_t c = 0; c < info_.class_count; ++c) {
+    ClassInfo ci;
+    UFSPACK_RETURN_IF_ERROR(GetClass(c, &ci));
+    if (ci.first_record != covered) {
+      return Status::Corruption(iname + ": class " + std::to_string(c) +
+                                " starts at record " +
+                                std::to_string(ci.first_record) + ", expected " +
+                                std::to_string(covered));
+    }
+    for (uint64_t i = ci.first_record; i < ci.first_record + ci.record_count;
+         ++i) {
+      Record r;
+      UFSPACK_RETURN_IF_ERROR(GetRecord(i, &r));
+      if (r.label != c) {
+        return Corrupt(i, r.name,
+                       "label " + std::to_string(r.label) +
+                           " but the class table puts it in class " +
+                           std::to_string(c));
+      }
+    }
+    covered += ci.record_count;
+  }
+  if (info_.class_count > 0 && covered != info_.record_count) {
+    return Status::Corruption(iname + ": class table covers " +
+                              std::to_string(covered) + " of " +
+                              std::to_string(info_.record_count) + " records");
+  }
+  uint64_t used = 0;
+  const uint64_t slots = lookup_.size() / 4;
+  for (uint64_t k = 0; k < slots; ++k) {
+    if (DecodeFixed32(lookup_.data() + k * 4) != 0) ++used;
+  }
+  if (used != info_.record_count) {
+    return Status::Corruption(iname + ": lookup table holds " +
+                              std::to_string(used) + " entries for " +
+                              std::to_string(info_.record_count) + " records");
+  }
+  for (uint64_t i = 0; i < info_.record_count; ++i) {
+    Record r;
+    UFSPACK_RETURN_IF_ERROR(GetRecord(i, &r));
+    uint64_t found = 0;
+    Status s = Find(r.name, &found);
+    if (!s.ok() || found != i) {
+      return Corrupt(i, r.name,
+                     s.ok() ? "lookup finds record " + std::to_string(found) +
+                                  " for this name (duplicate name?)"
+                            : "lookup cannot find this name: " +
+                                  std::string(s.message()));
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace ufspack

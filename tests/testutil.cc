@@ -1,0 +1,247 @@
+// Copyright 2026 The ufspack Authors.
+#include "testutil.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace ufspack {
+namespace test {
+
+namespace {
+[[noreturn]] void Die(const std::string& what) {
+  throw std::runtime_error(what + ": " + std::strerror(errno));
+}
+
+uint64_t SplitMix(uint64_t* s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+void ReadTreeInto(const std::string& root, const std::string& rel,
+                  std::map<std::string, std::string>* out) {
+  std::string dir = rel.empty() ? root : root + "/" + rel;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) Die("opendir " + dir);
+  std::vector<std::string> names;
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n == "." || n == "..") continue;
+    names.push_back(n);
+  }
+  closedir(d);
+  for (const auto& n : names) {
+    std::string r = rel.empty() ? n : rel + "/" + n;
+    struct stat st;
+    if (stat((root + "/" + r).c_str(), &st) != 0) continue;  // dangling
+    if (S_ISDIR(st.st_mode)) {
+      ReadTreeInto(root, r, out);
+    } else if (S_ISREG(st.st_mode)) {
+      (*out)[r] = ReadFile(root + "/" + r);
+    }
+  }
+}
+
+std::string Slurp(int fd) {
+  std::string s;
+  char buf[65536];
+  for (;;) {
+    ssize_t r = read(fd, buf, sizeof(buf));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    s.append(buf, static_cast<size_t>(r));
+  }
+  return s;
+}
+}  // namespace
+
+TempDir::TempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/ufspack-test-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (mkdtemp(buf.data()) == nullptr) Die("mkdtemp");
+  path_ = buf.data();
+}
+
+TempDir::~TempDir() { RemoveAll(path_); }
+
+void MakeDirs(const std::string& path) {
+  size_t pos = 0;
+  while ((pos = path.find('/', pos + 1)) != std::string::npos) {
+    mkdir(path.substr(0, pos).c_str(), 0755);
+  }
+  if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) Die("mkdir " + path);
+}
+
+void WriteFile(const std::string& path, const std::string& contents) {
+  size_t slash = path.find_last_of('/');
+  if (slash != std::string::npos && slash > 0) MakeDirs(path.substr(0, slash));
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) Die("open " + path);
+  size_t done = 0;
+  while (done < contents.size()) {
+    ssize_t w = write(fd, contents.data() + done, contents.size() - done);
+    if (w < 0) {
+      close(fd);
+      Die("write " + path);
+    }
+    done += static_cast<size_t>(w);
+  }
+  close(fd);
+}
+
+std::string ReadFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) Die("open " + path);
+  std::string s = Slurp(fd);
+  close(fd);
+  return s;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return lstat(path.c_str(), &st) == 0;
+}
+
+uint64_t FileSize(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) Die("stat " + path);
+  return static_cast<uint64_t>(st.st_size);
+}
+
+void Symlink(const std::string& target, const std::string& link) {
+  size_t slash = link.find_last_of('/');
+  if (slash != std::string::npos && slash > 0) MakeDirs(link.substr(0, slash));
+  if (symlink(target.c_str(), link.c_str()) != 0) Die("symlink " + link);
+}
+
+void RemoveAll(const std::string& path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) return;
+  if (S_ISDIR(st.st_mode)) {
+    chmod(path.c_str(), 0755);
+    if (DIR* d = opendir(path.c_str())) {
+      std::vector<std::string> names;
+      while (dirent* e = readdir(d)) {
+        std::string n = e->d_name;
+        if (n != "." && n != "..") names.push_back(n);
+      }
+      closedir(d);
+      for (const auto& n : names) RemoveAll(path + "/" + n);
+    }
+    rmdir(path.c_str());
+  } else {
+    unlink(path.c_str());
+  }
+}
+
+void FlipByte(const std::string& path, uint64_t offset, uint8_t mask) {
+  int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) Die("open " + path);
+  unsigned char c;
+  if (pread(fd, &c, 1, static_cast<off_t>(offset)) != 1) Die("pread " + path);
+  c ^= mask;
+  if (pwrite(fd, &c, 1, static_cast<off_t>(offset)) != 1) Die("pwrite " + path);
+  close(fd);
+}
+
+void Truncate(const std::string& path, uint64_t size) {
+  if (truncate(path.c_str(), static_cast<off_t>(size)) != 0) Die("truncate " + path);
+}
+
+std::string RandomBytes(size_t n, uint64_t seed) {
+  std::string s(n, '\0');
+  uint64_t state = seed;
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t v = SplitMix(&state);
+    std::memcpy(&s[i], &v, std::min<size_t>(8, n - i));
+  }
+  return s;
+}
+
+std::string CompressibleBytes(size_t n, uint64_t seed) {
+  std::string s;
+  s.reserve(n);
+  uint64_t state = seed;
+  while (s.size() < n) {
+    s += "line " + std::to_string(SplitMix(&state) % 100) + " of a text file\n";
+  }
+  s.resize(n);
+  return s;
+}
+
+std::map<std::string, std::string> ReadTree(const std::string& root) {
+  std::map<std::string, std::string> out;
+  ReadTreeInto(root, "", &out);
+  return out;
+}
+
+CommandResult Run(const std::vector<std::string>& argv) {
+  int out_pipe[2], err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) Die("pipe");
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid;
+  int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  CommandResult result;
+  if (rc != 0) {
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    errno = rc;
+    Die("posix_spawn " + argv[0]);
+  }
+  std::string err;
+  std::thread err_reader([&] { err = Slurp(err_pipe[0]); });
+  result.out = Slurp(out_pipe[0]);
+  err_reader.join();
+  result.err = err;
+  close(out_pipe[0]);
+  close(err_pipe[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+CommandResult RunCli(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {UFSPACK_CLI_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return Run(argv);
+}
+
+std::string SharedPhotosTar() {
+  const char* env = std::getenv("UFSPACK_SHARED_DATA");
+  std::string dir = env && *env ? env : std::string(UFSPACK_SOURCE_DIR) + "/../shared/data";
+  std::string tar = dir + "/cats_and_dogs_filtered.tar";
+  return Exists(tar) ? tar : "";
+}
+
+}  // namespace test
+}  // namespace ufspack

@@ -1,0 +1,70 @@
+// Copyright 2026 The ufspack Authors.
+//
+// Helpers for the test suite: scratch directories, file I/O, running the
+// CLI, and flipping bytes in files.
+#ifndef UFSPACK_TESTS_TESTUTIL_H_
+#define UFSPACK_TESTS_TESTUTIL_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ufspack {
+namespace test {
+
+// A fresh directory under $TMPDIR, removed (recursively) on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
+
+ private:
+  std::string path_;
+};
+
+// Writes `contents` to `path`, creating parent directories.
+void WriteFile(const std::string& path, const std::string& contents);
+std::string ReadFile(const std::string& path);
+bool Exists(const std::string& path);
+uint64_t FileSize(const std::string& path);
+void MakeDirs(const std::string& path);
+void Symlink(const std::string& target, const std::string& link);
+void RemoveAll(const std::string& path);
+
+// XORs `mask` into the byte at `offset` of `path`.
+void FlipByte(const std::string& path, uint64_t offset, uint8_t mask = 0x01);
+// Truncates `path` to `size` bytes.
+void Truncate(const std::string& path, uint64_t size);
+
+// Deterministic pseudo-random bytes (incompressible).
+std::string RandomBytes(size_t n, uint64_t seed);
+// Highly compressible bytes.
+std::string CompressibleBytes(size_t n, uint64_t seed);
+
+// Every regular file under `root` (following directory symlinks), keyed
+// by relative path, with its contents.
+std::map<std::string, std::string> ReadTree(const std::string& root);
+
+struct CommandResult {
+  int exit_code = -1;  // -1: killed by a signal
+  std::string out;     // stdout
+  std::string err;     // stderr
+};
+// Runs argv (no shell) with stdin from /dev/null, capturing both streams.
+CommandResult Run(const std::vector<std::string>& argv);
+// Runs the ufspack CLI built alongside the tests.
+CommandResult RunCli(const std::vector<std::string>& args);
+
+// Path of ../shared/data/cats_and_dogs_filtered.tar beside the source
+// tree, or "" when absent.
+std::string SharedPhotosTar();
+
+}  // namespace test
+}  // namespace ufspack
+
+#endif  // UFSPACK_TESTS_TESTUTIL_H_
