@@ -1,0 +1,65 @@
+// Copyright 2026 The ufspack Authors.
+//
+// ufspack: pack a directory of small files into one data file and an index,
+// and inspect, read, verify and extract packs.  See docs/cli.md.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "util.h"
+
+#ifndef UFSPACK_VERSION
+#define UFSPACK_VERSION "0.1.0"
+#endif
+
+int main(int argc, char** argv) {
+  using namespace ufspack::cli;
+  if (argc < 2) {
+    std::fputs(MainHelp(), stderr);
+    return kExitUsage;
+  }
+  const std::string cmd = argv[1];
+  Argv args(argv + 2, argv + argc);
+  if (cmd == "-h" || cmd == "--help") {
+    std::fputs(MainHelp(), stdout);
+    return kExitOk;
+  }
+  if (cmd == "help") {
+    if (args.empty()) {
+      std::fputs(MainHelp(), stdout);
+      return kExitOk;
+    }
+    const char* h = HelpFor(args[0]);
+    if (h == nullptr) {
+      std::fprintf(stderr, "ufspack: no such command '%s'\n", args[0].c_str());
+      return kExitUsage;
+    }
+    std::fputs(h, stdout);
+    return kExitOk;
+  }
+  if (cmd == "-V" || cmd == "--version" || cmd == "version") {
+    std::printf("ufspack %s (pack format version 1)\n", UFSPACK_VERSION);
+    return kExitOk;
+  }
+  for (const std::string& a : args) {
+    if (a == "--") break;
+    if (a == "-h" || a == "--help") {
+      const char* h = HelpFor(cmd);
+      if (h == nullptr) break;
+      std::fputs(h, stdout);
+      return kExitOk;
+    }
+  }
+  if (cmd == "build") return CmdBuild(args);
+  if (cmd == "info") return CmdInfo(args);
+  if (cmd == "ls") return CmdLs(args);
+  if (cmd == "cat") return CmdCat(args);
+  if (cmd == "extract") return CmdExtract(args);
+  if (cmd == "verify") return CmdVerify(args);
+  std::fprintf(stderr,
+               "ufspack: unknown command '%s' (see 'ufspack --help')\n",
+               cmd.c_str());
+  return kExitUsage;
+}

@@ -1,0 +1,307 @@
+// Copyright 2026 The ufspack Authors.
+#include "util.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <string>
+
+namespace ufspack {
+namespace cli {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+// Installed with SA_RESETHAND: the next signal of the same kind takes the
+// default action and terminates at once.
+extern "C" void OnSignal(int) { g_interrupted.store(true); }
+
+// Length of the valid UTF-8 sequence at s[i], or 0 if none (same rules as
+// Python's strict UTF-8 decoder).
+size_t Utf8SequenceLength(const unsigned char* s, size_t n, size_t i) {
+  unsigned char c = s[i];
+  if (c < 0x80) return 1;
+  size_t len;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + len > n) return 0;
+  if (s[i + 1] < lo || s[i + 1] > hi) return 0;
+  for (size_t k = 2; k < len; ++k) {
+    if (s[i + k] < 0x80 || s[i + k] > 0xBF) return 0;
+  }
+  return len;
+}
+
+}  // namespace
+
+int ExitCodeFor(const Status& s) {
+  if (s.ok()) return kExitOk;
+  if (s.IsCorruption()) return kExitCorrupt;
+  if (s.IsAborted()) return kExitInterrupted;
+  return kExitFailure;
+}
+
+bool Args::Parse(const std::vector<std::string>& argv,
+                 const std::vector<OptionSpec>& specs, std::string* error) {
+  bool options_done = false;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (options_done || a.size() < 2 || a[0] != '-') {
+      positional_.push_back(a);
+      continue;
+    }
+    if (a == "--") {
+      options_done = true;
+      continue;
+    }
+    const OptionSpec* spec = nullptr;
+    std::string value;
+    bool has_inline = false;
+    if (a[1] == '-') {
+      std::string name = a.substr(2);
+      size_t eq = name.find('=');
+      if (eq != std::string::npos) {
+        value = name.substr(eq + 1);
+        name = name.substr(0, eq);
+        has_inline = true;
+      }
+      for (const auto& s : specs) {
+        if (name == s.long_name) spec = &s;
+      }
+      if (spec == nullptr) {
+        *error = "unknown option --" + name;
+        return false;
+      }
+    } else {
+      if (a.size() != 2) {
+        *error = "unknown option " + a;
+        return false;
+      }
+      for (const auto& s : specs) {
+        if (s.short_name != 0 && a[1] == s.short_name) spec = &s;
+      }
+      if (spec == nullptr) {
+        *error = "unknown option " + a;
+        return false;
+      }
+    }
+    if (spec->takes_value) {
+      if (!has_inline) {
+        if (i + 1 >= argv.size()) {
+          *error = std::string("option --") + spec->long_name + " needs a value";
+          return false;
+        }
+        value = argv[++i];
+      }
+    } else if (has_inline) {
+      *error = std::string("option --") + spec->long_name + " takes no value";
+      return false;
+    }
+    values_.emplace(spec->long_name, value);
+  }
+  return true;
+}
+
+std::string Args::Get(const std::string& name, const std::string& def) const {
+  auto range = values_.equal_range(name);
+  if (range.first == range.second) return def;
+  auto last = range.second;
+  --last;
+  return last->second;
+}
+
+std::vector<std::string> Args::GetAll(const std::string& name) const {
+  std::vector<std::string> out;
+  auto range = values_.equal_range(name);
+  for (auto it = range.first; it != range.second; ++it) out.push_back(it->second);
+  return out;
+}
+
+bool ParseUint(const std::string& s, uint64_t* out) {
+  if (s.empty() || s.size() > 19) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  *out = v;
+  return true;
+}
+
+std::string FormatBytes(uint64_t n) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  if (n < 1024) return std::to_string(n) + " B";
+  double v = static_cast<double>(n);
+  int u = 0;
+  while (v >= 1024 && u < 5) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), v < 10 ? "%.2f %s" : "%.1f %s", v, kUnits[u]);
+  return buf;
+}
+
+std::string FormatCount(uint64_t n) {
+  std::string digits = std::to_string(n);
+  std::string out;
+  int k = 0;
+  for (auto it = digits.rbegin(); it != digits.rend(); ++it) {
+    if (k > 0 && k % 3 == 0) out.push_back(',');
+    out.push_back(*it);
+    ++k;
+  }
+  return std::string(out.rbegin(), out.rend());
+}
+
+std::string FormatDuration(double seconds) {
+  if (seconds < 0 || seconds > 1e7) return "?";
+  uint64_t s = static_cast<uint64_t>(seconds + 0.5);
+  char buf[32];
+  if (s >= 3600) {
+    std::snprintf(buf, sizeof(buf), "%llu:%02llu:%02llu",
+                  static_cast<unsigned long long>(s / 3600),
+                  static_cast<unsigned long long>(s / 60 % 60),
+                  static_cast<unsigned long long>(s % 60));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%llu:%02llu",
+                  static_cast<unsigned long long>(s / 60),
+                  static_cast<unsigned long long>(s % 60));
+  }
+  return buf;
+}
+
+std::string JsonString(std::string_view bytes) {
+  const auto* s = reinterpret_cast<const unsigned char*>(bytes.data());
+  const size_t n = bytes.size();
+  std::string out = "\"";
+  char buf[16];
+  for (size_t i = 0; i < n;) {
+    unsigned char c = s[i];
+    if (c < 0x80) {
+      switch (c) {
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        default:
+          if (c < 0x20 || c == 0x7f) {
+            std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+            out += buf;
+          } else {
+            out.push_back(static_cast<char>(c));
+          }
+      }
+      ++i;
+      continue;
+    }
+    size_t len = Utf8SequenceLength(s, n, i);
+    if (len == 0) {
+      std::snprintf(buf, sizeof(buf), "\\udc%02x", c);
+      out += buf;
+      ++i;
+    } else {
+      out.append(bytes.data() + i, len);
+      i += len;
+    }
+  }
+  out += "\"";
+  return out;
+}
+
+std::string Printable(std::string_view bytes) {
+  const auto* s = reinterpret_cast<const unsigned char*>(bytes.data());
+  const size_t n = bytes.size();
+  std::string out;
+  char buf[8];
+  for (size_t i = 0; i < n;) {
+    unsigned char c = s[i];
+    size_t len = c >= 0x20 && c != 0x7f ? Utf8SequenceLength(s, n, i) : 0;
+    if (len == 0) {
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+      ++i;
+    } else {
+      out.append(bytes.data() + i, len);
+      i += len;
+    }
+  }
+  return out;
+}
+
+Status WriteFd(int fd, std::string_view data) {
+  const char* p = data.data();
+  size_t n = data.size();
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno("write", errno);
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return Status::OK();
+}
+
+Progress::Progress(bool enabled) : enabled_(enabled && ::isatty(2)) {}
+
+Progress::~Progress() { Clear(); }
+
+void Progress::Update(const std::string& line, bool force) {
+  if (!enabled_) return;
+  auto now = std::chrono::steady_clock::now();
+  if (!force && drawn_ && now - last_ < std::chrono::milliseconds(100)) return;
+  last_ = now;
+  std::string s = "\r" + line + "\x1b[K";
+  (void)WriteFd(2, s);
+  drawn_ = true;
+}
+
+void Progress::Clear() {
+  if (!enabled_ || !drawn_) return;
+  (void)WriteFd(2, "\r\x1b[K");
+  drawn_ = false;
+}
+
+void InstallSignalHandlers() {
+  struct sigaction sa = {};
+  sa.sa_handler = OnSignal;
+  sa.sa_flags = SA_RESETHAND;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+}
+
+bool Interrupted() { return g_interrupted.load(); }
+const std::atomic<bool>* InterruptFlag() { return &g_interrupted; }
+
+}  // namespace cli
+}  // namespace ufspack

@@ -422,7 +422,14 @@ Status PackWriter::Finish(PackId* pack_id) {
   for (const RecordEntry& e : records_) e.EncodeTo(&body);
   h.records.size = body.size();
   h.classes.offset = base + body.size();
-  for (const ClassEntry& c : classes_) c.EncodeTo(&body);
+  // Records are added class by class, so class c starts after the records
+  // of every class before it (classes may be declared before any record).
+  uint64_t first = 0;
+  for (ClassEntry& c : classes_) {
+    c.first_record = first;
+    first += c.record_count;
+    c.EncodeTo(&body);
+  }
   h.classes.size = base + body.size() - h.classes.offset;
   h.lookup.offset = base + body.size();
   for (uint32_t v : table) PutFixed32(&body, v);

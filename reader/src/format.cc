@@ -5,6 +5,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -293,18 +294,22 @@ Status IndexHeader::ValidateLayout() const {
           std::to_string(index_size) + ")");
     }
   }
-  // Sections must not overlap.
-  std::sort(std::begin(named), std::end(named),
-            [](const Named& a, const Named& b) {
-              return a.s->offset < b.s->offset;
-            });
-  for (int i = 0; i + 1 < 4; ++i) {
-    if (named[i].s->size == 0) continue;
-    if (named[i].s->offset + named[i].s->size > named[i + 1].s->offset &&
-        named[i + 1].s->size != 0) {
-      return Status::Corruption(std::string("index header: ") + named[i].name +
-                                " overlaps " + named[i + 1].name);
+  // Non-empty sections must not overlap.  Sorted by offset, each non-empty
+  // section is compared with the previous non-empty one (not merely its
+  // neighbour, which may be an empty section between the two).  The ends
+  // cannot overflow: each was checked against index_size above.
+  std::stable_sort(std::begin(named), std::end(named),
+                   [](const Named& a, const Named& b) {
+                     return a.s->offset < b.s->offset;
+                   });
+  const Named* prev = nullptr;
+  for (const Named& n : named) {
+    if (n.s->size == 0) continue;
+    if (prev != nullptr && prev->s->offset + prev->s->size > n.s->offset) {
+      return Status::Corruption(std::string("index header: ") + prev->name +
+                                " overlaps " + n.name);
     }
+    prev = &n;
   }
   return Status::OK();
 }

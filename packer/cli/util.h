@@ -1,0 +1,108 @@
+// Copyright 2026 The ufspack Authors.
+//
+// Small helpers for the `ufspack` command line tool: option parsing, human
+// readable numbers, JSON strings, terminal progress.  Not part of the
+// libraries' API.
+#ifndef UFSPACK_CLI_UTIL_H_
+#define UFSPACK_CLI_UTIL_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ufspack/status.h"
+
+namespace ufspack {
+namespace cli {
+
+// Exit codes, documented in docs/cli.md.
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitFailure = 1,      // the operation failed (I/O, not found, bad input)
+  kExitUsage = 2,        // bad command line
+  kExitCorrupt = 3,      // the pack is damaged (verify found problems, or a
+                         // read hit corruption)
+  kExitInterrupted = 130,
+};
+
+// Exit code for a failed Status.
+int ExitCodeFor(const Status& s);
+
+struct OptionSpec {
+  const char* long_name;  // without "--"
+  char short_name;        // 0 if none
+  bool takes_value;
+};
+
+// Parsed command line of one subcommand.  Accepts "--name value",
+// "--name=value", "-n value", and "--" to end options.
+class Args {
+ public:
+  // Returns false and sets *error on an unknown option or a missing value.
+  bool Parse(const std::vector<std::string>& argv,
+             const std::vector<OptionSpec>& specs, std::string* error);
+  bool Has(const std::string& name) const { return values_.count(name) > 0; }
+  std::string Get(const std::string& name, const std::string& def = "") const;
+  std::vector<std::string> GetAll(const std::string& name) const;
+  const std::vector<std::string>& positional() const { return positional_; }
+
+ private:
+  std::multimap<std::string, std::string> values_;
+  std::vector<std::string> positional_;
+};
+
+// Parses a non-negative decimal integer; false if `s` is not one.
+bool ParseUint(const std::string& s, uint64_t* out);
+
+// "68.2 MiB", "512 B".
+std::string FormatBytes(uint64_t n);
+// "1,234,567".
+std::string FormatCount(uint64_t n);
+// "1:02:03" or "2:03".
+std::string FormatDuration(double seconds);
+
+// A JSON string literal for raw bytes: valid UTF-8 is kept, control
+// characters are escaped, and bytes that are not valid UTF-8 become
+// "\udcXX" (Python's surrogateescape), so os.fsencode(json.loads(s))
+// gives the original bytes back.
+std::string JsonString(std::string_view bytes);
+
+// The bytes of `s` with control and non-UTF-8 bytes shown as \xNN, for
+// messages on a terminal.
+std::string Printable(std::string_view s);
+
+// Writes all of `data` to file descriptor `fd`.
+Status WriteFd(int fd, std::string_view data);
+
+// A one-line, self-overwriting progress display on stderr, enabled only
+// when stderr is a terminal (and not disabled by the caller).
+class Progress {
+ public:
+  explicit Progress(bool enabled);
+  ~Progress();
+  bool enabled() const { return enabled_; }
+  // Redraws the line (rate-limited to ~10 per second unless `force`).
+  void Update(const std::string& line, bool force = false);
+  // Erases the line.
+  void Clear();
+
+ private:
+  bool enabled_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point last_;
+};
+
+// True once SIGINT, SIGTERM or SIGHUP arrived (after InstallSignalHandlers).
+// A second signal of the same kind terminates at once.
+void InstallSignalHandlers();
+bool Interrupted();
+const std::atomic<bool>* InterruptFlag();
+
+}  // namespace cli
+}  // namespace ufspack
+
+#endif  // UFSPACK_CLI_UTIL_H_

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Configures and builds ufspack into ${BUILD_DIR:-build} (CMake + Ninja).
+# Extra arguments go to cmake's configure step.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} "$@" >/dev/null
+cmake --build "$BUILD_DIR" -j "$(nproc)"

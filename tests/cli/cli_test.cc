@@ -1,0 +1,379 @@
+// Copyright 2026 The ufspack Authors.
+//
+// End-to-end tests of the `ufspack` command line tool: every subcommand run
+// as a process, checking exit codes, output and the files it leaves.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "testutil.h"
+#include "ufspack/builder.h"
+#include "ufspack/format.h"
+#include "ufspack/reader.h"
+
+namespace ufspack {
+namespace {
+
+using test::CommandResult;
+using test::RunCli;
+using test::TempDir;
+
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// A small ImageFolder tree with the awkward cases: nested and symlinked
+// directories, a zero-byte file, a non-UTF-8 name, compressible and
+// incompressible files, and files ImageFolder skips.
+void MakeTree(const std::string& root) {
+  test::WriteFile(root + "/cats/c1.jpg", test::RandomBytes(5000, 1));
+  test::WriteFile(root + "/cats/c2.JPG", test::RandomBytes(7000, 2));
+  test::WriteFile(root + "/cats/empty.png", "");
+  test::WriteFile(root + "/cats/sub/deeper/c3.png", test::CompressibleBytes(20000, 3));
+  test::WriteFile(root + "/cats/sub-x/c4.bmp", test::CompressibleBytes(9000, 4));
+  test::WriteFile(root + "/cats/notes.txt", "skipped by ImageFolder");
+  test::WriteFile(root + "/dogs/d\xff.jpg", test::RandomBytes(3000, 5));
+  test::WriteFile(root + "/dogs/d2.webp", test::RandomBytes(100, 6));
+  test::WriteFile(root + "/elsewhere/e1.ppm", test::RandomBytes(4000, 7));
+  test::Symlink("../elsewhere", root + "/dogs/linked");
+}
+
+const std::vector<std::string> kTreeNames = {
+    "cats/c1.jpg",          "cats/c2.JPG", "cats/empty.png",
+    "cats/sub-x/c4.bmp",    "cats/sub/deeper/c3.png",
+    "dogs/d2.webp",         "dogs/d\xff.jpg", "dogs/linked/e1.ppm",
+    "elsewhere/e1.ppm"};
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    src_ = tmp_ / "src";
+    pack_ = tmp_ / "pack";
+    MakeTree(src_);
+  }
+  CommandResult Build(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"build", src_, "-o", pack_};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunCli(args);
+  }
+  TempDir tmp_;
+  std::string src_, pack_;
+};
+
+TEST_F(CliTest, HelpForEveryCommand) {
+  CommandResult r = RunCli({"--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* cmd : {"build", "info", "ls", "cat", "extract", "verify"}) {
+    EXPECT_TRUE(Contains(r.out, cmd)) << cmd;
+    CommandResult h = RunCli({cmd, "--help"});
+    EXPECT_EQ(h.exit_code, 0) << cmd;
+    EXPECT_TRUE(Contains(h.out, std::string("Usage: ufspack ") + cmd)) << h.out;
+    CommandResult h2 = RunCli({"help", cmd});
+    EXPECT_EQ(h2.out, h.out);
+  }
+}
+
+TEST_F(CliTest, UsageErrorsExitTwo) {
+  EXPECT_EQ(RunCli({}).exit_code, 2);
+  EXPECT_EQ(RunCli({"frobnicate"}).exit_code, 2);
+  EXPECT_EQ(RunCli({"build"}).exit_code, 2);
+  EXPECT_EQ(RunCli({"build", src_, "--bogus"}).exit_code, 2);
+  EXPECT_EQ(RunCli({"build", src_, "--threads", "0"}).exit_code, 2);
+  EXPECT_EQ(RunCli({"build", src_, "--compress", "gzip"}).exit_code, 2);
+  EXPECT_EQ(RunCli({"build", src_, "--compress", "zstd:99"}).exit_code, 2);
+  EXPECT_EQ(RunCli({"info", "a", "b"}).exit_code, 2);
+  CommandResult r = RunCli({"ls", pack_, "--json", "--null"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(Contains(r.err, "see 'ufspack ls --help'")) << r.err;
+}
+
+TEST_F(CliTest, BuildThenLsListsImageFolderOrder) {
+  CommandResult b = Build();
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_TRUE(Contains(b.out, "packed 9 files")) << b.out;
+  EXPECT_TRUE(Contains(b.out, "3 classes")) << b.out;
+  CommandResult ls = RunCli({"ls", pack_, "--null"});
+  ASSERT_EQ(ls.exit_code, 0);
+  std::vector<std::string> names;
+  size_t start = 0;
+  for (size_t i = 0; i < ls.out.size(); ++i) {
+    if (ls.out[i] == '\0') {
+      names.push_back(ls.out.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  EXPECT_EQ(names, kTreeNames);
+}
+
+TEST_F(CliTest, LsLongAndJson) {
+  ASSERT_EQ(Build().exit_code, 0);
+  CommandResult l = RunCli({"ls", "--long", pack_});
+  ASSERT_EQ(l.exit_code, 0);
+  EXPECT_TRUE(Contains(l.out, "5000  raw   cats/c1.jpg")) << l.out;
+  CommandResult j = RunCli({"ls", "--json", pack_});
+  ASSERT_EQ(j.exit_code, 0);
+  EXPECT_TRUE(Contains(j.out, "\"name\":\"dogs/d\\udcff.jpg\"")) << j.out;
+  EXPECT_TRUE(Contains(j.out, "\"class\":\"cats\"")) << j.out;
+  EXPECT_TRUE(Contains(j.out, "\"size\":20000")) << j.out;
+}
+
+TEST_F(CliTest, InfoTextAndJson) {
+  ASSERT_EQ(Build({"--compress", "zstd"}).exit_code, 0);
+  CommandResult i = RunCli({"info", pack_});
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  EXPECT_TRUE(Contains(i.out, "records:       9")) << i.out;
+  EXPECT_TRUE(Contains(i.out, "cats")) << i.out;
+  CommandResult j = RunCli({"info", "--json", pack_});
+  ASSERT_EQ(j.exit_code, 0);
+  EXPECT_TRUE(Contains(j.out, "\"records\":9")) << j.out;
+  EXPECT_TRUE(Contains(j.out, "\"classes\":3")) << j.out;
+  // The two compressible files are stored as zstd; random bytes stay raw.
+  EXPECT_TRUE(Contains(j.out, "\"compressed_records\":2")) << j.out;
+  EXPECT_TRUE(Contains(j.out, "{\"label\":0,\"name\":\"cats\",\"records\":5")) << j.out;
+}
+
+TEST_F(CliTest, CatByNameAndIndexGivesOriginalBytes) {
+  ASSERT_EQ(Build({"--compress", "zstd:5"}).exit_code, 0);
+  const std::string expected = test::ReadFile(src_ + "/cats/sub/deeper/c3.png");
+  CommandResult by_name = RunCli({"cat", pack_, "cats/sub/deeper/c3.png"});
+  ASSERT_EQ(by_name.exit_code, 0) << by_name.err;
+  EXPECT_EQ(by_name.out, expected);
+  CommandResult by_index = RunCli({"cat", pack_, "#4"});
+  ASSERT_EQ(by_index.exit_code, 0);
+  EXPECT_EQ(by_index.out, expected);
+  CommandResult by_flag = RunCli({"cat", pack_, "--index", "4"});
+  EXPECT_EQ(by_flag.out, expected);
+  CommandResult empty = RunCli({"cat", pack_, "cats/empty.png"});
+  EXPECT_EQ(empty.exit_code, 0);
+  EXPECT_EQ(empty.out, "");
+}
+
+TEST_F(CliTest, CatMissingRecordFails) {
+  ASSERT_EQ(Build().exit_code, 0);
+  CommandResult r = RunCli({"cat", pack_, "cats/nope.jpg"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, "no record named 'cats/nope.jpg'")) << r.err;
+  CommandResult o = RunCli({"cat", pack_, "#99"});
+  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_TRUE(Contains(o.err, "out of range")) << o.err;
+}
+
+TEST_F(CliTest, VerifyIntactPack) {
+  ASSERT_EQ(Build().exit_code, 0);
+  CommandResult r = RunCli({"verify", pack_});
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "OK: 9 records")) << r.out;
+  CommandResult j = RunCli({"verify", "--json", pack_});
+  EXPECT_EQ(j.exit_code, 0);
+  EXPECT_TRUE(Contains(j.out, "\"ok\":true")) << j.out;
+}
+
+TEST_F(CliTest, VerifyReportsCorruptRecordPrecisely) {
+  ASSERT_EQ(Build().exit_code, 0);
+  std::unique_ptr<Reader> reader;
+  ASSERT_TRUE(Reader::Open(pack_, {}, &reader).ok());
+  Record rec;
+  ASSERT_TRUE(reader->GetRecord(1, &rec).ok());  // cats/c2.JPG
+  reader.reset();
+  test::FlipByte(pack_ + "/data.ufs", rec.offset + 100);
+  CommandResult r = RunCli({"verify", pack_});
+  EXPECT_EQ(r.exit_code, 3) << r.out;
+  EXPECT_TRUE(Contains(r.out, "CORRUPT: 1 problem found")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "record 1 'cats/c2.JPG' at offset " +
+                                  std::to_string(rec.offset)))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out, "checksum mismatch")) << r.out;
+  CommandResult j = RunCli({"verify", "--json", pack_});
+  EXPECT_EQ(j.exit_code, 3);
+  EXPECT_TRUE(Contains(j.out, "\"ok\":false")) << j.out;
+  EXPECT_TRUE(Contains(j.out, "\"problem_count\":1")) << j.out;
+  // cat of the damaged record refuses instead of printing wrong bytes.
+  CommandResult c = RunCli({"cat", pack_, "cats/c2.JPG"});
+  EXPECT_EQ(c.exit_code, 3);
+  EXPECT_EQ(c.out, "");
+}
+
+TEST_F(CliTest, VerifyTruncatedIndexIsCorrupt) {
+  ASSERT_EQ(Build().exit_code, 0);
+  test::Truncate(pack_ + "/index.ufs", test::FileSize(pack_ + "/index.ufs") - 5);
+  CommandResult r = RunCli({"verify", pack_});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_TRUE(Contains(r.out, "truncated")) << r.out;
+}
+
+TEST_F(CliTest, VerifyMissingPackFails) {
+  CommandResult r = RunCli({"verify", tmp_ / "nothing-here"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.out, "nothing-here")) << r.out;
+}
+
+TEST_F(CliTest, BuildIsDeterministic) {
+  ASSERT_EQ(Build({"--compress", "zstd"}).exit_code, 0);
+  const std::string other = tmp_ / "pack2";
+  ASSERT_EQ(RunCli({"build", src_, "-o", other, "--compress", "zstd", "-j", "1"}).exit_code, 0);
+  EXPECT_EQ(test::ReadFile(pack_ + "/data.ufs"), test::ReadFile(other + "/data.ufs"));
+  EXPECT_EQ(test::ReadFile(pack_ + "/index.ufs"), test::ReadFile(other + "/index.ufs"));
+}
+
+TEST_F(CliTest, BuildMissingSourceNamesIt) {
+  CommandResult r = RunCli({"build", tmp_ / "missing", "-o", pack_});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, tmp_ / "missing")) << r.err;
+}
+
+TEST_F(CliTest, BuildEmptyClassIsAnErrorUnlessAllowed) {
+  test::MakeDirs(src_ + "/zebras");
+  test::WriteFile(src_ + "/zebras/readme.txt", "no images");
+  CommandResult r = Build();
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, "'zebras'")) << r.err;
+  EXPECT_FALSE(test::Exists(pack_ + "/index.ufs"));
+  CommandResult ok = Build({"--allow-empty"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_TRUE(Contains(ok.out, "in 4 classes")) << ok.out;
+}
+
+TEST_F(CliTest, FailedBuildLeavesPreviousPackUsable) {
+  ASSERT_EQ(Build().exit_code, 0);
+  const std::string before = test::ReadFile(pack_ + "/index.ufs");
+  test::Symlink("does-not-exist", src_ + "/cats/dangling.jpg");
+  CommandResult r = Build();
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, "cats/dangling.jpg")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "left as it was")) << r.err;
+  EXPECT_EQ(test::ReadFile(pack_ + "/index.ufs"), before);
+  EXPECT_EQ(RunCli({"verify", pack_}).exit_code, 0);
+  // No temporary files remain.
+  for (const auto& [name, bytes] : test::ReadTree(pack_)) {
+    EXPECT_TRUE(name == "data.ufs" || name == "index.ufs") << name;
+  }
+  // --skip-unreadable packs the rest and reports the skip.
+  CommandResult s = Build({"--skip-unreadable"});
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_TRUE(Contains(s.out, "1 skipped")) << s.out;
+  EXPECT_TRUE(Contains(s.err, "dangling.jpg")) << s.err;
+}
+
+TEST_F(CliTest, FlatAllFilesAndExtensions) {
+  CommandResult r = Build({"--flat", "--all-files"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  CommandResult ls = RunCli({"ls", pack_});
+  EXPECT_TRUE(Contains(ls.out, "cats/notes.txt\n")) << ls.out;
+  EXPECT_TRUE(Contains(ls.out, "elsewhere/e1.ppm\n")) << ls.out;
+  CommandResult info = RunCli({"info", "--json", pack_});
+  EXPECT_TRUE(Contains(info.out, "\"flat\":true")) << info.out;
+  EXPECT_TRUE(Contains(info.out, "\"records\":10")) << info.out;
+
+  ASSERT_EQ(Build({"--extensions", "TXT,.webp", "--allow-empty"}).exit_code, 0);
+  CommandResult ls2 = RunCli({"ls", pack_});
+  EXPECT_EQ(ls2.out, "cats/notes.txt\ndogs/d2.webp\n");
+}
+
+TEST_F(CliTest, ExtractRoundTripsEveryFile) {
+  ASSERT_EQ(Build({"--compress", "zstd"}).exit_code, 0);
+  const std::string out = tmp_ / "out";
+  CommandResult r = RunCli({"extract", pack_, out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "extracted 9 files")) << r.out;
+  auto extracted = test::ReadTree(out);
+  ASSERT_EQ(extracted.size(), kTreeNames.size());
+  for (const std::string& name : kTreeNames) {
+    ASSERT_TRUE(extracted.count(name)) << name;
+    EXPECT_EQ(extracted[name], test::ReadFile(src_ + "/" + name)) << name;
+  }
+}
+
+TEST_F(CliTest, ExtractNeverOverwritesSilently) {
+  ASSERT_EQ(Build().exit_code, 0);
+  const std::string out = tmp_ / "out";
+  test::WriteFile(out + "/cats/c1.jpg", "precious");
+  CommandResult r = RunCli({"extract", pack_, out});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, "cats/c1.jpg: exists")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "nothing extracted")) << r.err;
+  EXPECT_EQ(test::ReadFile(out + "/cats/c1.jpg"), "precious");
+  EXPECT_FALSE(test::Exists(out + "/dogs"));
+  CommandResult f = RunCli({"extract", "--force", pack_, out});
+  EXPECT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_EQ(test::ReadFile(out + "/cats/c1.jpg"), test::ReadFile(src_ + "/cats/c1.jpg"));
+}
+
+TEST_F(CliTest, ExtractNeverWritesThroughSymlinks) {
+  ASSERT_EQ(Build().exit_code, 0);
+  const std::string out = tmp_ / "out";
+  const std::string victim = tmp_ / "victim";
+  test::MakeDirs(victim);
+  test::MakeDirs(out);
+  test::Symlink(victim, out + "/cats");  // a planted directory symlink
+  CommandResult r = RunCli({"extract", "--force", pack_, out});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, "refusing to write through it")) << r.err;
+  EXPECT_TRUE(test::ReadTree(victim).empty());
+
+  // A planted file symlink is replaced with --force, never followed.
+  const std::string out2 = tmp_ / "out2";
+  test::WriteFile(victim + "/target", "keep me");
+  test::Symlink(victim + "/target", out2 + "/cats/c1.jpg");
+  CommandResult r2 = RunCli({"extract", pack_, out2});
+  EXPECT_EQ(r2.exit_code, 1);  // exists, no --force
+  CommandResult r3 = RunCli({"extract", "--force", pack_, out2});
+  EXPECT_EQ(r3.exit_code, 0) << r3.err;
+  EXPECT_EQ(test::ReadFile(victim + "/target"), "keep me");
+  struct stat st;
+  ASSERT_EQ(lstat((out2 + "/cats/c1.jpg").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+}
+
+// A pack whose names try to escape the destination.
+TEST(CliExtract, RefusesTraversalAndAbsoluteNames) {
+  for (const std::string bad : {"../evil.jpg", "/tmp/abs.jpg", "a/../../evil.jpg",
+                                "a/./b.jpg", "a//b.jpg", "", "a/"}) {
+    TempDir tmp;
+    const std::string pack = tmp / "pack";
+    {
+      std::unique_ptr<PackWriter> w;
+      PackWriterOptions o;
+      o.flat = true;
+      ASSERT_TRUE(PackWriter::Create(pack, o, &w).ok());
+      ASSERT_TRUE(w->Add("good.jpg", kNoLabel, "fine").ok());
+      ASSERT_TRUE(w->Add(bad, kNoLabel, "evil").ok());
+      ASSERT_TRUE(w->Finish().ok());
+    }
+    const std::string out = tmp / "deep/out";
+    CommandResult r = RunCli({"extract", pack, out});
+    EXPECT_EQ(r.exit_code, 1) << bad;
+    EXPECT_TRUE(Contains(r.err, "refusing unsafe name")) << r.err;
+    EXPECT_TRUE(Contains(r.err, "nothing extracted")) << r.err;
+    EXPECT_FALSE(test::Exists(out + "/good.jpg")) << bad;
+    EXPECT_FALSE(test::Exists(tmp / "deep/evil.jpg"));
+    EXPECT_FALSE(test::Exists(tmp / "evil.jpg"));
+  }
+}
+
+TEST(CliRealPhotos, BuildVerifyExtractRoundTrip) {
+  const std::string tar = test::SharedPhotosTar();
+  if (tar.empty()) GTEST_SKIP() << "../shared/data/cats_and_dogs_filtered.tar absent";
+  TempDir tmp;
+  ASSERT_EQ(test::Run({"/bin/tar", "-xf", tar, "-C", tmp.path()}).exit_code, 0);
+  const std::string src = tmp / "cats_and_dogs_filtered";
+  const std::string pack = tmp / "pack";
+  CommandResult b = RunCli({"build", src + "/train", "-o", pack});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_TRUE(Contains(b.out, "packed 2,000 files")) << b.out;
+  CommandResult v = RunCli({"verify", pack});
+  EXPECT_EQ(v.exit_code, 0) << v.out;
+  EXPECT_TRUE(Contains(v.out, "OK: 2,000 records")) << v.out;
+  CommandResult x = RunCli({"extract", pack, tmp / "out"});
+  ASSERT_EQ(x.exit_code, 0) << x.err;
+  auto original = test::ReadTree(src + "/train");
+  auto extracted = test::ReadTree(tmp / "out");
+  EXPECT_EQ(original.size(), 2000u);
+  EXPECT_TRUE(original == extracted);
+}
+
+}  // namespace
+}  // namespace ufspack
