@@ -770,7 +770,7 @@ int CmdExtract(const Argv& argv) {
       const std::string dir = slash == std::string::npos ? "" : name.substr(0, slash);
       const std::string base = slash == std::string::npos ? name : name.substr(slash + 1);
       const std::string shown = dest + "/" + name;
-      int dfd;
+      int dfd = -1;
       s = dirs.Get(dir, dest, &dfd);
       if (!s.ok()) break;
       buf.resize(r.original_length);

@@ -645,8 +645,12 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
   std::vector<Slot> slots(std::min(window, std::max<size_t>(total, 1)));
   const size_t ring = slots.size();
   std::mutex mu;
-  std::condition_variable work_cv;   // workers wait for room
-  std::condition_variable ready_cv;  // the writer waits for its next slot
+  // Each waiter kind has its own condition variable so that a record
+  // written wakes one worker, not all of them.
+  std::condition_variable work_cv;    // workers wait for a free slot
+  std::condition_variable budget_cv;  // workers wait for buffer budget
+  std::condition_variable ready_cv;   // the writer waits for its next slot
+  int budget_waiters = 0;
   size_t next_claim = 0;
   size_t written = 0;
   uint64_t in_flight = 0;
@@ -666,9 +670,11 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
       Slot local;
       auto reserve = [&](uint64_t bytes) {
         std::unique_lock<std::mutex> lock(mu);
-        work_cv.wait(lock, [&] {
+        ++budget_waiters;
+        budget_cv.wait(lock, [&] {
           return stop || k == written || in_flight + bytes <= kInFlightBudget;
         });
+        --budget_waiters;
         in_flight += bytes;
       };
       if (own_file(scan.entries[k].name)) {
@@ -685,7 +691,7 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
       std::lock_guard<std::mutex> lock(mu);
       slots[k % ring] = std::move(local);
       slots[k % ring].ready = true;
-      ready_cv.notify_all();
+      ready_cv.notify_one();
     }
   };
 
@@ -701,6 +707,7 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
       stop = true;
     }
     work_cv.notify_all();
+    budget_cv.notify_all();
     for (auto& t : pool) t.join();
     pool.clear();
     for (Slot& sl : slots) {
@@ -757,8 +764,9 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
       std::lock_guard<std::mutex> lock(mu);
       written = k + 1;
       in_flight -= slot.budget;
+      if (budget_waiters > 0) budget_cv.notify_all();
     }
-    work_cv.notify_all();
+    work_cv.notify_one();
     if (cancelled()) {
       result = Status::Aborted("interrupted");
       break;

@@ -414,8 +414,12 @@ Status Reader::Read(const Record& r, char* dst, size_t capacity) const {
   }
   ZSTD_DCtx* dctx = ThreadDCtx();
   if (dctx == nullptr) return Status::IOError("out of memory (ZSTD_createDCtx)");
-  size_t n = ZSTD_decompressDCtx(dctx, dst, capacity, scratch.data(),
-                                 r.stored_length);
+  // Bound the output by the record's length, not the buffer's capacity:
+  // zstd may use spare room at the end of its output buffer as workspace,
+  // and the caller's bytes past original_length must stay untouched.
+  size_t n = ZSTD_decompressDCtx(dctx, dst,
+                                 static_cast<size_t>(r.original_length),
+                                 scratch.data(), r.stored_length);
   if (ZSTD_isError(n)) {
     return bad(std::string("zstd: ") + ZSTD_getErrorName(n));
   }

@@ -1,1 +1,1031 @@
-// placeholder
+// Copyright 2026 The ufspack Authors.
+//
+// Tests for PackWriter and BuildPack: deterministic output, compression,
+// atomic publishing, unreadable sources, and byte-exact round trips
+// through the Reader.
+#include "ufspack/builder.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "testutil.h"
+#include "ufspack/format.h"
+#include "ufspack/reader.h"
+#include "ufspack/scan.h"
+
+namespace ufspack {
+namespace {
+
+using test::ReadFile;
+using test::TempDir;
+using test::WriteFile;
+
+// Names of temporary pack files in `dir`.
+std::vector<std::string> TempFiles(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n.rfind(".data.ufs.tmp-", 0) == 0 ||
+        n.rfind(".index.ufs.tmp-", 0) == 0) {
+      out.push_back(n);
+    }
+  }
+  closedir(d);
+  return out;
+}
+
+std::string Show(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+void MakeFifo(const std::string& path) {
+  ASSERT_EQ(mkfifo(path.c_str(), 0644), 0) << path;
+}
+
+// A sparse file of `size` bytes with a few marked bytes.
+void MakeSparseFile(const std::string& path, uint64_t size) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0) << path;
+  ASSERT_EQ(ftruncate(fd, static_cast<off_t>(size)), 0);
+  const std::vector<std::pair<uint64_t, std::string>> marks = {
+      {0, "head"},
+      {(4u << 20) - 2, "chunk-boundary"},
+      {(64u << 20) - 1, "threshold"},
+      {size - 4, "tail"}};
+  for (const auto& m : marks) {
+    ASSERT_EQ(pwrite(fd, m.second.data(), m.second.size(),
+                     static_cast<off_t>(m.first)),
+              static_cast<ssize_t>(m.second.size()));
+  }
+  close(fd);
+}
+
+struct PackRecord {
+  std::string name;
+  uint32_t label = 0;
+  Codec codec = Codec::kRaw;
+  std::string bytes;
+};
+
+// Every record of the pack at `dir`, read through the Reader, checking the
+// lookup table as it goes.
+::testing::AssertionResult ReadPack(const std::string& dir,
+                                    std::vector<PackRecord>* out,
+                                    std::unique_ptr<Reader>* keep = nullptr) {
+  std::unique_ptr<Reader> reader;
+  Status s = Reader::Open(dir, ReaderOptions(), &reader);
+  if (!s.ok()) return ::testing::AssertionFailure() << s.ToString();
+  s = reader->CheckIndex();
+  if (!s.ok()) return ::testing::AssertionFailure() << s.ToString();
+  out->clear();
+  for (uint64_t i = 0; i < reader->size(); ++i) {
+    Record r;
+    s = reader->GetRecord(i, &r);
+    if (!s.ok()) return ::testing::AssertionFailure() << s.ToString();
+    PackRecord p;
+    p.name = std::string(r.name);
+    p.label = r.label;
+    p.codec = r.codec;
+    s = reader->Read(i, &p.bytes);
+    if (!s.ok()) return ::testing::AssertionFailure() << s.ToString();
+    uint64_t found = 0;
+    s = reader->Find(p.name, &found);
+    if (!s.ok() || found != i) {
+      return ::testing::AssertionFailure()
+             << "Find('" << Show(p.name) << "') = " << found << " "
+             << s.ToString() << ", expected " << i;
+    }
+    out->push_back(std::move(p));
+  }
+  if (keep != nullptr) *keep = std::move(reader);
+  return ::testing::AssertionSuccess();
+}
+
+// Builds src into out and checks the pack against the files on disk: the
+// records are ScanTree's entries in order, with their labels, and each
+// record's bytes equal its source file.  Returns the summary.
+void BuildAndVerify(const std::string& src, const std::string& out,
+                    const BuildOptions& options, BuildSummary* summary) {
+  Status s = BuildPack(src, out, options, summary);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ScanResult scan;
+  ScanOptions so = options.scan;
+  s = ScanTree(src, so, &scan);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+
+  std::vector<PackRecord> recs;
+  std::unique_ptr<Reader> reader;
+  ASSERT_TRUE(ReadPack(out, &recs, &reader));
+  ASSERT_EQ(recs.size(), scan.entries.size());
+  EXPECT_EQ(summary->files, scan.entries.size());
+  EXPECT_EQ(reader->info().flat, options.scan.flat);
+  uint64_t bytes_in = 0;
+  for (size_t k = 0; k < recs.size(); ++k) {
+    ASSERT_EQ(recs[k].name, scan.entries[k].name) << k;
+    EXPECT_EQ(recs[k].label, scan.entries[k].label) << Show(recs[k].name);
+    const std::string want = ReadFile(scan.PathOf(k));
+    EXPECT_TRUE(recs[k].bytes == want)
+        << Show(recs[k].name) << ": " << recs[k].bytes.size() << " bytes read, "
+        << want.size() << " on disk";
+    bytes_in += want.size();
+  }
+  EXPECT_EQ(summary->bytes_in, bytes_in);
+  // Classes: names in order, contiguous record ranges.
+  ASSERT_EQ(reader->class_count(), scan.classes.size());
+  EXPECT_EQ(summary->classes, scan.classes.size());
+  uint64_t first = 0;
+  for (uint64_t c = 0; c < reader->class_count(); ++c) {
+    ClassInfo ci;
+    ASSERT_TRUE(reader->GetClass(c, &ci).ok());
+    EXPECT_EQ(std::string(ci.name), scan.classes[c]);
+    EXPECT_EQ(ci.first_record, first) << "class " << c;
+    for (uint64_t k = ci.first_record;
+         k < ci.first_record + ci.record_count && k < recs.size(); ++k) {
+      EXPECT_EQ(recs[k].label, c);
+    }
+    first += ci.record_count;
+  }
+  if (!options.scan.flat) {
+    EXPECT_EQ(first, recs.size());
+  }
+  EXPECT_EQ(summary->data_path, out + "/data.ufs");
+  EXPECT_EQ(summary->index_path, out + "/index.ufs");
+  EXPECT_EQ(summary->bytes_out, test::FileSize(out + "/data.ufs"));
+  EXPECT_EQ(summary->index_bytes, test::FileSize(out + "/index.ufs"));
+  EXPECT_EQ(summary->pack_id, reader->info().pack_id);
+  EXPECT_TRUE(TempFiles(out).empty());
+}
+
+BuildOptions Options(int threads = 8) {
+  BuildOptions o;
+  o.threads = threads;
+  return o;
+}
+
+// A varied tree: classes, nesting, empty files, sizes from 0 to 1 MiB,
+// compressible and not.
+void MakeVariedTree(const std::string& root) {
+  for (int c = 0; c < 5; ++c) {
+    const std::string cls = root + "/class" + std::to_string(c);
+    for (int i = 0; i < 40; ++i) {
+      const std::string name =
+          cls + (i % 3 == 0 ? "/sub/" : "/") + "f" + std::to_string(i) + ".jpg";
+      const size_t size = (i * 7919u + c * 104729u) % 20000;
+      WriteFile(name, i % 2 == 0 ? test::CompressibleBytes(size, i + c)
+                                 : test::RandomBytes(size, i * 31 + c));
+    }
+    WriteFile(cls + "/empty.png", "");
+  }
+  WriteFile(root + "/class0/big.jpg", test::RandomBytes(1 << 20, 99));
+  WriteFile(root + "/class1/bigtext.jpg", test::CompressibleBytes(1 << 20, 7));
+}
+
+// Runs BuildPack on a thread.  If it has not returned after a generous
+// delay (a FIFO open or read blocking), unblocks it by opening the FIFOs
+// for writing, and reports it.
+Status BuildWithFifoGuard(const std::string& src, const std::string& out,
+                          const BuildOptions& options, BuildSummary* summary,
+                          const std::vector<std::string>& fifos) {
+  auto done = std::async(std::launch::async,
+                         [&] { return BuildPack(src, out, options, summary); });
+  while (done.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+    ADD_FAILURE() << "BuildPack blocked on a FIFO";
+    for (const auto& f : fifos) {
+      int fd = open(f.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd >= 0) close(fd);
+    }
+  }
+  return done.get();
+}
+
+// --- PrepareRecord ----------------------------------------------------------
+
+TEST(PrepareRecordTest, CompressesOnlyWhenSmaller) {
+  PackWriterOptions o;
+  o.compress = true;
+  PreparedRecord r;
+  const std::string text = test::CompressibleBytes(50000, 1);
+  ASSERT_TRUE(PrepareRecord(text, o, &r).ok());
+  EXPECT_EQ(r.codec, Codec::kZstd);
+  EXPECT_LT(r.stored.size(), text.size());
+  EXPECT_EQ(r.original_length, text.size());
+  EXPECT_EQ(r.checksum, Checksum64(r.stored.data(), r.stored.size()));
+
+  const std::string noise = test::RandomBytes(50000, 2);
+  ASSERT_TRUE(PrepareRecord(noise, o, &r).ok());
+  EXPECT_EQ(r.codec, Codec::kRaw);
+  EXPECT_EQ(r.stored, noise);
+  EXPECT_EQ(r.checksum, Checksum64(noise.data(), noise.size()));
+
+  ASSERT_TRUE(PrepareRecord("ab", o, &r).ok());  // frame overhead > 2 bytes
+  EXPECT_EQ(r.codec, Codec::kRaw);
+  EXPECT_EQ(r.stored, "ab");
+
+  ASSERT_TRUE(PrepareRecord("", o, &r).ok());
+  EXPECT_EQ(r.codec, Codec::kRaw);
+  EXPECT_EQ(r.original_length, 0u);
+}
+
+TEST(PrepareRecordTest, NoCompressionByDefault) {
+  PreparedRecord r;
+  const std::string text = test::CompressibleBytes(50000, 1);
+  ASSERT_TRUE(PrepareRecord(text, PackWriterOptions(), &r).ok());
+  EXPECT_EQ(r.codec, Codec::kRaw);
+  EXPECT_EQ(r.stored, text);
+}
+
+// --- PackWriter -------------------------------------------------------------
+
+TEST(PackWriterTest, WritesClassesAndRecords) {
+  TempDir t;
+  std::unique_ptr<PackWriter> w;
+  ASSERT_TRUE(PackWriter::Create(t / "out", PackWriterOptions(), &w).ok());
+  ASSERT_TRUE(w->AddClass("cat").ok());
+  ASSERT_TRUE(w->AddClass("dog").ok());
+  ASSERT_TRUE(w->AddClass("eel").ok());
+  ASSERT_TRUE(w->Add("cat/1", 0, "one").ok());
+  ASSERT_TRUE(w->Add("cat/2", 0, "").ok());
+  ASSERT_TRUE(w->Add("eel/3", 2, "three").ok());
+  EXPECT_EQ(w->record_count(), 3u);
+  PackId id;
+  ASSERT_TRUE(w->Finish(&id).ok());
+  EXPECT_TRUE(TempFiles(t / "out").empty());
+
+  std::vector<PackRecord> recs;
+  std::unique_ptr<Reader> reader;
+  ASSERT_TRUE(ReadPack(t / "out", &recs, &reader));
+  EXPECT_EQ(reader->info().pack_id, id);
+  ASSERT_EQ(recs.size(), 3u);
+  EXPECT_EQ(recs[0].name, "cat/1");
+  EXPECT_EQ(recs[0].bytes, "one");
+  EXPECT_EQ(recs[1].bytes, "");
+  EXPECT_EQ(recs[2].label, 2u);
+  EXPECT_EQ(recs[2].bytes, "three");
+  ASSERT_EQ(reader->class_count(), 3u);
+  const std::vector<std::pair<uint64_t, uint64_t>> ranges = {
+      {0, 2}, {2, 0}, {2, 1}};
+  for (uint64_t c = 0; c < 3; ++c) {
+    ClassInfo ci;
+    ASSERT_TRUE(reader->GetClass(c, &ci).ok());
+    EXPECT_EQ(ci.first_record, ranges[c].first) << c;
+    EXPECT_EQ(ci.record_count, ranges[c].second) << c;
+  }
+}
+
+TEST(PackWriterTest, EmptyPackIsValid) {
+  TempDir t;
+  std::unique_ptr<PackWriter> w;
+  PackWriterOptions o;
+  o.flat = true;
+  ASSERT_TRUE(PackWriter::Create(t / "out", o, &w).ok());
+  ASSERT_TRUE(w->Finish().ok());
+  std::vector<PackRecord> recs;
+  ASSERT_TRUE(ReadPack(t / "out", &recs));
+  EXPECT_TRUE(recs.empty());
+}
+
+TEST(PackWriterTest, LabelsMustNotDecreaseAndErrorIsSticky) {
+  TempDir t;
+  std::unique_ptr<PackWriter> w;
+  ASSERT_TRUE(PackWriter::Create(t / "out", PackWriterOptions(), &w).ok());
+  ASSERT_TRUE(w->AddClass("a").ok());
+  ASSERT_TRUE(w->AddClass("b").ok());
+  ASSERT_TRUE(w->Add("b/1", 1, "x").ok());
+  Status s = w->Add("a/1", 0, "y");
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_TRUE(w->status().IsInvalidArgument());
+  EXPECT_TRUE(w->Add("b/2", 1, "z").IsInvalidArgument());  // sticky
+  EXPECT_TRUE(w->Finish().IsInvalidArgument());
+  w.reset();
+  EXPECT_FALSE(test::Exists(t / "out/index.ufs"));
+  EXPECT_FALSE(test::Exists(t / "out/data.ufs"));
+  EXPECT_TRUE(TempFiles(t / "out").empty());
+}
+
+TEST(PackWriterTest, LabelMustBeADeclaredClass) {
+  TempDir t;
+  std::unique_ptr<PackWriter> w;
+  ASSERT_TRUE(PackWriter::Create(t / "out", PackWriterOptions(), &w).ok());
+  ASSERT_TRUE(w->AddClass("a").ok());
+  EXPECT_TRUE(w->Add("x", 1, "x").IsInvalidArgument());
+  ASSERT_TRUE(PackWriter::Create(t / "out2", PackWriterOptions(), &w).ok());
+  EXPECT_TRUE(w->Add("x", kNoLabel, "x").IsInvalidArgument());
+}
+
+TEST(PackWriterTest, FlatPackTakesNoLabelsOrClasses) {
+  TempDir t;
+  PackWriterOptions o;
+  o.flat = true;
+  std::unique_ptr<PackWriter> w;
+  ASSERT_TRUE(PackWriter::Create(t / "out", o, &w).ok());
+  EXPECT_TRUE(w->Add("x", 0, "x").IsInvalidArgument());
+  ASSERT_TRUE(PackWriter::Create(t / "out2", o, &w).ok());
+  EXPECT_TRUE(w->AddClass("c").IsInvalidArgument());
+  ASSERT_TRUE(PackWriter::Create(t / "out3", o, &w).ok());
+  ASSERT_TRUE(w->Add("x", kNoLabel, "x").ok());
+  ASSERT_TRUE(w->Finish().ok());
+  std::vector<PackRecord> recs;
+  std::unique_ptr<Reader> reader;
+  ASSERT_TRUE(ReadPack(t / "out3", &recs, &reader));
+  EXPECT_TRUE(reader->info().flat);
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0].label, kNoLabel);
+}
+
+TEST(PackWriterTest, DuplicateNameFailsFinish) {
+  TempDir t;
+  PackWriterOptions o;
+  o.flat = true;
+  std::unique_ptr<PackWriter> w;
+  ASSERT_TRUE(PackWriter::Create(t / "out", o, &w).ok());
+  ASSERT_TRUE(w->Add("same", kNoLabel, "1").ok());
+  ASSERT_TRUE(w->Add("other", kNoLabel, "2").ok());
+  ASSERT_TRUE(w->Add("same", kNoLabel, "3").ok());
+  Status s = w->Finish();
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.ToString().find("same"), std::string::npos) << s.ToString();
+  w.reset();
+  EXPECT_FALSE(test::Exists(t / "out/index.ufs"));
+  EXPECT_TRUE(TempFiles(t / "out").empty());
+}
+
+TEST(PackWriterTest, FinishTwiceFails) {
+  TempDir t;
+  PackWriterOptions o;
+  o.flat = true;
+  std::unique_ptr<PackWriter> w;
+  ASSERT_TRUE(PackWriter::Create(t / "out", o, &w).ok());
+  ASSERT_TRUE(w->Finish().ok());
+  EXPECT_FALSE(w->Finish().ok());
+}
+
+TEST(PackWriterTest, ZstdLevelIsChecked) {
+  TempDir t;
+  std::unique_ptr<PackWriter> w;
+  PackWriterOptions o;
+  o.zstd_level = 0;
+  EXPECT_TRUE(PackWriter::Create(t / "out", o, &w).IsInvalidArgument());
+  o.zstd_level = 100;
+  EXPECT_TRUE(PackWriter::Create(t / "out", o, &w).IsInvalidArgument());
+  o.zstd_level = 19;
+  EXPECT_TRUE(PackWriter::Create(t / "out", o, &w).ok());
+}
+
+TEST(PackWriterTest, CreatesMissingParentsButNotOverAFile) {
+  TempDir t;
+  std::unique_ptr<PackWriter> w;
+  ASSERT_TRUE(PackWriter::Create(t / "a/b/c/", PackWriterOptions(), &w).ok());
+  EXPECT_EQ(w->out_dir(), t / "a/b/c");
+  w.reset();
+  WriteFile(t / "file", "x");
+  EXPECT_TRUE(PackWriter::Create(t / "file", PackWriterOptions(), &w)
+                  .IsInvalidArgument());
+}
+
+TEST(PackWriterTest, SecondWriterOnSameDirectoryFails) {
+  TempDir t;
+  std::unique_ptr<PackWriter> w1, w2;
+  ASSERT_TRUE(PackWriter::Create(t / "out", PackWriterOptions(), &w1).ok());
+  Status s = PackWriter::Create(t / "out", PackWriterOptions(), &w2);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_TRUE(w2 == nullptr);
+  // Also through a different spelling of the path, and through BuildPack.
+  s = PackWriter::Create(t / "out/", PackWriterOptions(), &w2);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  WriteFile(t / "src/c/a.jpg", "a");
+  BuildSummary summary;
+  s = BuildPack(t / "src", t / "out", Options(), &summary);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  // The first writer's temp files survive the failed attempts...
+  EXPECT_EQ(TempFiles(t / "out").size(), 2u);
+  // ...and once it is gone the directory is free again.
+  w1.reset();
+  EXPECT_TRUE(TempFiles(t / "out").empty());
+  ASSERT_TRUE(PackWriter::Create(t / "out", PackWriterOptions(), &w2).ok());
+}
+
+TEST(PackWriterTest, StaleTempFilesAreRemoved) {
+  TempDir t;
+  WriteFile(t / "out/.data.ufs.tmp-abc", "stale data");
+  WriteFile(t / "out/.index.ufs.tmp-xyz", "stale index");
+  WriteFile(t / "out/keep.txt", "mine");
+  WriteFile(t / "src/c/a.jpg", "a");
+  BuildSummary summary;
+  Status s = BuildPack(t / "src", t / "out", Options(), &summary);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_FALSE(test::Exists(t / "out/.data.ufs.tmp-abc"));
+  EXPECT_FALSE(test::Exists(t / "out/.index.ufs.tmp-xyz"));
+  EXPECT_TRUE(TempFiles(t / "out").empty());
+  EXPECT_EQ(ReadFile(t / "out/keep.txt"), "mine");
+}
+
+TEST(PackWriterTest, AbandonKeepsThePreviousPack) {
+  TempDir t;
+  PackWriterOptions o;
+  o.flat = true;
+  std::unique_ptr<PackWriter> w;
+  ASSERT_TRUE(PackWriter::Create(t / "out", o, &w).ok());
+  ASSERT_TRUE(w->Add("old", kNoLabel, "old bytes").ok());
+  ASSERT_TRUE(w->Finish().ok());
+  const std::string data = ReadFile(t / "out/data.ufs");
+  const std::string index = ReadFile(t / "out/index.ufs");
+
+  ASSERT_TRUE(PackWriter::Create(t / "out", o, &w).ok());
+  ASSERT_TRUE(w->Add("new", kNoLabel, "new bytes").ok());
+  EXPECT_EQ(TempFiles(t / "out").size(), 2u);
+  w->Abandon();
+  EXPECT_TRUE(TempFiles(t / "out").empty());
+  EXPECT_FALSE(w->Finish().ok());
+  w.reset();
+  EXPECT_EQ(ReadFile(t / "out/data.ufs"), data);
+  EXPECT_EQ(ReadFile(t / "out/index.ufs"), index);
+  std::vector<PackRecord> recs;
+  ASSERT_TRUE(ReadPack(t / "out", &recs));
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0].bytes, "old bytes");
+}
+
+TEST(PackWriterTest, AddFromFdStreamsAndRewindsOnSizeMismatch) {
+  TempDir t;
+  const std::string content = test::RandomBytes(10000, 5);
+  WriteFile(t / "src", content);
+  PackWriterOptions o;
+  o.flat = true;
+  std::unique_ptr<PackWriter> w;
+  ASSERT_TRUE(PackWriter::Create(t / "out", o, &w).ok());
+  ASSERT_TRUE(w->Add("before", kNoLabel, "before").ok());
+  for (uint64_t wrong : {uint64_t{20000}, uint64_t{5000}}) {
+    int fd = open((t / "src").c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    Status s = w->AddFromFd("bad", kNoLabel, fd, wrong, t / "src");
+    close(fd);
+    EXPECT_TRUE(s.IsIOError()) << s.ToString();
+    EXPECT_NE(s.ToString().find(t / "src"), std::string::npos) << s.ToString();
+    // A source error is not the writer's: it carries on.
+    EXPECT_TRUE(w->status().ok()) << w->status().ToString();
+  }
+  int fd = open((t / "src").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(
+      w->AddFromFd("good", kNoLabel, fd, content.size(), t / "src").ok());
+  close(fd);
+  ASSERT_TRUE(w->Add("after", kNoLabel, "after").ok());
+  ASSERT_TRUE(w->Finish().ok());
+  std::vector<PackRecord> recs;
+  ASSERT_TRUE(ReadPack(t / "out", &recs));
+  ASSERT_EQ(recs.size(), 3u);
+  EXPECT_EQ(recs[0].bytes, "before");
+  EXPECT_EQ(recs[1].name, "good");
+  EXPECT_TRUE(recs[1].bytes == content);
+  EXPECT_EQ(recs[2].bytes, "after");
+}
+
+// --- BuildPack: arguments ---------------------------------------------------
+
+TEST(BuildPackTest, BadArguments) {
+  TempDir t;
+  WriteFile(t / "src/c/a.jpg", "a");
+  BuildSummary summary;
+  Status s = BuildPack(t / "nope", t / "out", Options(), &summary);
+  EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+  s = BuildPack(t / "src/c/a.jpg", t / "out", Options(), &summary);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  s = BuildPack(t / "src", t / "out", Options(0), &summary);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  test::MakeDirs(t / "src/empty");
+  s = BuildPack(t / "src", t / "out", Options(), &summary);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.ToString().find("empty"), std::string::npos) << s.ToString();
+  EXPECT_FALSE(test::Exists(t / "out/index.ufs"));
+  EXPECT_TRUE(TempFiles(t / "out").empty());
+}
+
+TEST(BuildPackTest, AllowEmptyClass) {
+  TempDir t;
+  WriteFile(t / "src/b/a.jpg", "a");
+  test::MakeDirs(t / "src/a");
+  BuildOptions o = Options();
+  o.scan.allow_empty = true;
+  BuildSummary summary;
+  BuildAndVerify(t / "src", t / "out", o, &summary);
+  EXPECT_EQ(summary.classes, 2u);
+}
+
+// --- BuildPack: determinism and compression ---------------------------------
+
+TEST(BuildPackTest, SameInputGivesByteIdenticalPack) {
+  TempDir t;
+  MakeVariedTree(t / "src");
+  for (bool compress : {false, true}) {
+    SCOPED_TRACE(compress ? "compressed" : "raw");
+    std::string data, index;
+    for (int threads : {32, 32, 1, 3}) {
+      BuildOptions o = Options(threads);
+      o.writer.compress = compress;
+      const std::string out = t / ("out" + std::to_string(compress) + "-" +
+                                   std::to_string(threads));
+      BuildSummary summary;
+      Status s = BuildPack(t / "src", out, o, &summary);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      if (data.empty()) {
+        data = ReadFile(out + "/data.ufs");
+        index = ReadFile(out + "/index.ufs");
+        continue;
+      }
+      EXPECT_TRUE(ReadFile(out + "/data.ufs") == data) << "threads " << threads;
+      EXPECT_TRUE(ReadFile(out + "/index.ufs") == index)
+          << "threads " << threads;
+    }
+  }
+}
+
+TEST(BuildPackTest, RebuildIntoSameDirectoryIsIdentical) {
+  TempDir t;
+  MakeVariedTree(t / "src");
+  BuildSummary s1, s2;
+  ASSERT_TRUE(BuildPack(t / "src", t / "out", Options(), &s1).ok());
+  const std::string data = ReadFile(t / "out/data.ufs");
+  const std::string index = ReadFile(t / "out/index.ufs");
+  ASSERT_TRUE(BuildPack(t / "src", t / "out", Options(), &s2).ok());
+  EXPECT_EQ(s1.pack_id, s2.pack_id);
+  EXPECT_TRUE(ReadFile(t / "out/data.ufs") == data);
+  EXPECT_TRUE(ReadFile(t / "out/index.ufs") == index);
+  // A change to one byte of one file changes the pack id.
+  test::FlipByte(t / "src/class2/f1.jpg", 3);
+  ASSERT_TRUE(BuildPack(t / "src", t / "out", Options(), &s2).ok());
+  EXPECT_NE(s1.pack_id, s2.pack_id);
+}
+
+TEST(BuildPackTest, CompressionStoresZstdOnlyWhenSmaller) {
+  TempDir t;
+  const std::string text = test::CompressibleBytes(200000, 3);
+  const std::string noise = test::RandomBytes(200000, 4);
+  WriteFile(t / "src/c/text.jpg", text);
+  WriteFile(t / "src/c/noise.jpg", noise);
+  WriteFile(t / "src/c/tiny.jpg", "ab");
+  WriteFile(t / "src/c/zero.jpg", "");
+  BuildOptions o = Options();
+  o.writer.compress = true;
+  BuildSummary summary;
+  BuildAndVerify(t / "src", t / "out", o, &summary);
+  EXPECT_EQ(summary.compressed, 1u);
+  std::vector<PackRecord> recs;
+  std::unique_ptr<Reader> reader;
+  ASSERT_TRUE(ReadPack(t / "out", &recs, &reader));
+  std::map<std::string, Codec> codec;
+  for (const auto& r : recs) codec[r.name] = r.codec;
+  EXPECT_EQ(codec["c/text.jpg"], Codec::kZstd);
+  EXPECT_EQ(codec["c/noise.jpg"], Codec::kRaw);
+  EXPECT_EQ(codec["c/tiny.jpg"], Codec::kRaw);
+  EXPECT_EQ(codec["c/zero.jpg"], Codec::kRaw);
+  uint64_t idx = 0;
+  ASSERT_TRUE(reader->Find("c/text.jpg", &idx).ok());
+  Record r;
+  ASSERT_TRUE(reader->GetRecord(idx, &r).ok());
+  EXPECT_LT(r.stored_length, text.size() / 4);
+  EXPECT_EQ(r.original_length, text.size());
+  EXPECT_LT(summary.bytes_out, text.size() + noise.size());
+
+  // Without compression everything is raw.
+  o.writer.compress = false;
+  BuildAndVerify(t / "src", t / "out-raw", o, &summary);
+  EXPECT_EQ(summary.compressed, 0u);
+  ASSERT_TRUE(ReadPack(t / "out-raw", &recs));
+  for (const auto& rec : recs) EXPECT_EQ(rec.codec, Codec::kRaw) << rec.name;
+}
+
+TEST(BuildPackTest, ProgressEndsWithEveryFile) {
+  TempDir t;
+  MakeVariedTree(t / "src");
+  BuildOptions o = Options();
+  std::vector<BuildProgress> calls;
+  o.progress = [&](const BuildProgress& p) { calls.push_back(p); };
+  BuildSummary summary;
+  ASSERT_TRUE(BuildPack(t / "src", t / "out", o, &summary).ok());
+  ASSERT_FALSE(calls.empty());
+  EXPECT_EQ(calls.back().files_done, summary.files);
+  EXPECT_EQ(calls.back().files_total, summary.files);
+  EXPECT_EQ(calls.back().bytes_in, summary.bytes_in);
+  EXPECT_EQ(calls.back().bytes_out, summary.bytes_out);
+}
+
+// --- BuildPack: failures and atomic publishing ------------------------------
+
+// Builds a first pack into t/out and returns its bytes.
+void BuildFirstPack(const TempDir& t, std::string* data, std::string* index) {
+  WriteFile(t / "src/a/1.jpg", "first");
+  WriteFile(t / "src/b/2.jpg", test::RandomBytes(5000, 1));
+  BuildSummary summary;
+  Status s = BuildPack(t / "src", t / "out", Options(), &summary);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  *data = ReadFile(t / "out/data.ufs");
+  *index = ReadFile(t / "out/index.ufs");
+}
+
+void ExpectFirstPackIntact(const TempDir& t, const std::string& data,
+                           const std::string& index) {
+  EXPECT_TRUE(ReadFile(t / "out/data.ufs") == data);
+  EXPECT_TRUE(ReadFile(t / "out/index.ufs") == index);
+  std::vector<PackRecord> recs;
+  ASSERT_TRUE(ReadPack(t / "out", &recs));
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(recs[0].bytes, "first");
+  EXPECT_TRUE(TempFiles(t / "out").empty());
+}
+
+TEST(BuildPackTest, FifoFailsTheBuildAndKeepsThePreviousPack) {
+  TempDir t;
+  std::string data, index;
+  ASSERT_NO_FATAL_FAILURE(BuildFirstPack(t, &data, &index));
+  WriteFile(t / "src/a/3.jpg", "more");
+  MakeFifo(t / "src/b/pipe.jpg");
+  BuildSummary summary;
+  Status s = BuildWithFifoGuard(t / "src", t / "out", Options(), &summary,
+                                {t / "src/b/pipe.jpg"});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("pipe.jpg"), std::string::npos) << s.ToString();
+  ExpectFirstPackIntact(t, data, index);
+}
+
+TEST(BuildPackTest, FifoIsSkippedWithSkipUnreadable) {
+  TempDir t;
+  WriteFile(t / "src/a/1.jpg", "one");
+  MakeFifo(t / "src/a/2.jpg");
+  WriteFile(t / "src/a/3.jpg", "three");
+  BuildOptions o = Options();
+  o.skip_unreadable = true;
+  BuildSummary summary;
+  Status s = BuildWithFifoGuard(t / "src", t / "out", o, &summary,
+                                {t / "src/a/2.jpg"});
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(summary.skipped, 1u);
+  EXPECT_EQ(summary.files, 2u);
+  bool named = false;
+  for (const auto& w : summary.warnings) {
+    named = named || w.find("2.jpg") != std::string::npos;
+  }
+  EXPECT_TRUE(named);
+  std::vector<PackRecord> recs;
+  ASSERT_TRUE(ReadPack(t / "out", &recs));
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(recs[0].name, "a/1.jpg");
+  EXPECT_EQ(recs[0].bytes, "one");
+  EXPECT_EQ(recs[1].name, "a/3.jpg");
+  EXPECT_EQ(recs[1].bytes, "three");
+}
+
+TEST(BuildPackTest, DanglingSymlinkIsAnErrorNamingIt) {
+  TempDir t;
+  std::string data, index;
+  ASSERT_NO_FATAL_FAILURE(BuildFirstPack(t, &data, &index));
+  test::Symlink(t / "gone.jpg", t / "src/a/x.jpg");
+  BuildSummary summary;
+  Status s = BuildPack(t / "src", t / "out", Options(), &summary);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("a/x.jpg"), std::string::npos) << s.ToString();
+  ExpectFirstPackIntact(t, data, index);
+
+  BuildOptions o = Options();
+  o.skip_unreadable = true;
+  s = BuildPack(t / "src", t / "out", o, &summary);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(summary.skipped, 1u);
+  EXPECT_EQ(summary.files, 2u);
+  ASSERT_FALSE(summary.warnings.empty());
+  EXPECT_NE(summary.warnings[0].find("a/x.jpg"), std::string::npos)
+      << summary.warnings[0];
+}
+
+TEST(BuildPackTest, SymlinkToAFifoFails) {
+  TempDir t;
+  WriteFile(t / "src/a/1.jpg", "one");
+  MakeFifo(t / "fifo");
+  test::Symlink(t / "fifo", t / "src/a/2.jpg");
+  BuildSummary summary;
+  Status s = BuildWithFifoGuard(t / "src", t / "out", Options(), &summary,
+                                {t / "fifo"});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("a/2.jpg"), std::string::npos) << s.ToString();
+  EXPECT_FALSE(test::Exists(t / "out/index.ufs"));
+  EXPECT_TRUE(TempFiles(t / "out").empty());
+}
+
+TEST(BuildPackTest, CancelLeavesThePreviousPack) {
+  TempDir t;
+  std::string data, index;
+  ASSERT_NO_FATAL_FAILURE(BuildFirstPack(t, &data, &index));
+  WriteFile(t / "src/a/3.jpg", "more");
+  std::atomic<bool> cancel{true};
+  BuildOptions o = Options();
+  o.cancel = &cancel;
+  BuildSummary summary;
+  Status s = BuildPack(t / "src", t / "out", o, &summary);
+  EXPECT_TRUE(s.IsAborted()) << s.ToString();
+  ExpectFirstPackIntact(t, data, index);
+}
+
+TEST(BuildPackTest, SymlinkLoopDoesNotHang) {
+  TempDir t;
+  WriteFile(t / "src/a/sub/1.jpg", "one");
+  test::Symlink("../..", t / "src/a/sub/loop");  // -> src/a
+  test::Symlink(t / "src", t / "src/a/root");    // -> src (holds a)
+  BuildSummary summary;
+  BuildOptions o = Options();
+  Status s = BuildPack(t / "src", t / "out", o, &summary);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  bool warned = false;
+  for (const auto& w : summary.warnings) {
+    warned = warned || w.find("symlink loop") != std::string::npos;
+  }
+  EXPECT_TRUE(warned);
+  EXPECT_GE(summary.skipped, 1u);
+  std::vector<PackRecord> recs;
+  ASSERT_TRUE(ReadPack(t / "out", &recs));
+  ASSERT_FALSE(recs.empty());
+  EXPECT_EQ(recs[0].name, "a/sub/1.jpg");
+  for (const auto& r : recs) EXPECT_EQ(r.bytes, "one") << r.name;
+  EXPECT_LE(recs.size(), 2u);
+}
+
+// --- BuildPack: the output directory inside the source ----------------------
+
+TEST(BuildPackTest, OutputInsideAClassIsNotPacked) {
+  TempDir t;
+  WriteFile(t / "src/c/a.jpg", "a");
+  BuildOptions o = Options();
+  o.scan.all_files = true;  // the pack's own files would match
+  for (int round = 0; round < 2; ++round) {
+    BuildSummary summary;
+    Status s = BuildPack(t / "src", t / "src/c/pack", o, &summary);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    std::vector<PackRecord> recs;
+    ASSERT_TRUE(ReadPack(t / "src/c/pack", &recs));
+    ASSERT_EQ(recs.size(), 1u) << "round " << round;
+    EXPECT_EQ(recs[0].name, "c/a.jpg");
+  }
+}
+
+TEST(BuildPackTest, OutputDirectoryAsAClassIsNotPacked) {
+  TempDir t;
+  WriteFile(t / "src/c/a.jpg", "a");
+  BuildOptions o = Options();
+  o.scan.all_files = true;
+  for (int round = 0; round < 2; ++round) {
+    BuildSummary summary;
+    Status s = BuildPack(t / "src", t / "src/pack", o, &summary);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    std::vector<PackRecord> recs;
+    std::unique_ptr<Reader> reader;
+    ASSERT_TRUE(ReadPack(t / "src/pack", &recs, &reader));
+    EXPECT_EQ(reader->class_count(), 1u) << "round " << round;
+    ASSERT_EQ(recs.size(), 1u) << "round " << round;
+  }
+}
+
+TEST(BuildPackTest, FlatOutputInsideTheTreeIsNotPacked) {
+  TempDir t;
+  WriteFile(t / "src/a.jpg", "a");
+  WriteFile(t / "src/d/b.jpg", "b");
+  BuildOptions o = Options();
+  o.scan.flat = true;
+  o.scan.all_files = true;
+  for (int round = 0; round < 2; ++round) {
+    BuildSummary summary;
+    Status s = BuildPack(t / "src", t / "src/d/pack", o, &summary);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    std::vector<PackRecord> recs;
+    ASSERT_TRUE(ReadPack(t / "src/d/pack", &recs));
+    ASSERT_EQ(recs.size(), 2u) << "round " << round;
+    EXPECT_EQ(recs[0].name, "a.jpg");
+    EXPECT_EQ(recs[1].name, "d/b.jpg");
+  }
+}
+
+TEST(BuildPackTest, FlatOutputIsTheSourceRoot) {
+  TempDir t;
+  WriteFile(t / "src/a.jpg", "a");
+  WriteFile(t / "src/d/b.txt", "b");
+  BuildOptions o = Options();
+  o.scan.flat = true;
+  o.scan.all_files = true;  // data.ufs, index.ufs and the temp files match
+  for (int round = 0; round < 2; ++round) {
+    BuildSummary summary;
+    Status s = BuildPack(t / "src", t / "src", o, &summary);
+    ASSERT_TRUE(s.ok()) << "round " << round << ": " << s.ToString();
+    std::vector<PackRecord> recs;
+    ASSERT_TRUE(ReadPack(t / "src", &recs));
+    ASSERT_EQ(recs.size(), 2u) << "round " << round;
+    EXPECT_EQ(recs[0].name, "a.jpg");
+    EXPECT_EQ(recs[1].name, "d/b.txt");
+    EXPECT_EQ(summary.skipped, 0u);
+    EXPECT_TRUE(TempFiles(t / "src").empty());
+  }
+}
+
+// --- Round trips ------------------------------------------------------------
+
+TEST(RoundTripTest, EdgeCaseNames) {
+  TempDir t;
+  const std::string src = t / "src";
+  const std::string long_name = std::string(251, 'n') + ".jpg";
+  const std::string long_bad =
+      std::string(200, '\xff') + std::string(51, 'q') + ".png";
+  ASSERT_EQ(long_name.size(), 255u);
+  ASSERT_EQ(long_bad.size(), 255u);
+  WriteFile(src + "/c/" + long_name, "long");
+  WriteFile(src + "/c/" + long_bad, "long and not utf-8");
+  WriteFile(src + "/c/\xff.jpg", "ff");
+  WriteFile(src + "/c/\xf0\x9f\x98\x80.jpg", "emoji");
+  WriteFile(src + "/c/\xc0\xaf.jpg", "overlong");
+  WriteFile(src + "/c/zero.jpg", "");
+  WriteFile(src + "/c/.hidden.jpg", "hidden");
+  WriteFile(src + "/c/space name.JPG", "space");
+  WriteFile(src + "/\xe9t\xe9/newline\n.jpg", "newline");
+  WriteFile(src + "/\xe9t\xe9/nested/deeper/still/x.png", "deep");
+  WriteFile(src + "/\xe9t\xe9/nested/zero.png", "");
+  WriteFile(src + "/.hidden/h.bmp", test::RandomBytes(4096, 6));
+  WriteFile(t / "elsewhere/l.jpg", "linked");
+  WriteFile(t / "elsewhere/sub/m.jpg", test::CompressibleBytes(30000, 2));
+  test::Symlink(t / "elsewhere", src + "/c/linkdir");
+  test::Symlink(t / "elsewhere", src + "/linkclass");
+  test::Symlink(src + "/c/zero.jpg", src + "/c/filelink.jpg");
+  for (bool compress : {false, true}) {
+    SCOPED_TRACE(compress ? "compressed" : "raw");
+    BuildOptions o = Options();
+    o.writer.compress = compress;
+    BuildSummary summary;
+    const std::string out = t / (compress ? "outz" : "out");
+    ASSERT_NO_FATAL_FAILURE(BuildAndVerify(src, out, o, &summary));
+    EXPECT_EQ(summary.files, 17u);
+    EXPECT_EQ(summary.classes, 4u);
+    std::vector<PackRecord> recs;
+    ASSERT_TRUE(ReadPack(out, &recs));
+    bool have_long_bad = false;
+    for (const auto& r : recs) have_long_bad |= r.name == "c/" + long_bad;
+    EXPECT_TRUE(have_long_bad);
+  }
+  // And flat.
+  BuildOptions o = Options();
+  o.scan.flat = true;
+  BuildSummary summary;
+  ASSERT_NO_FATAL_FAILURE(BuildAndVerify(src, t / "outflat", o, &summary));
+  EXPECT_EQ(summary.files, 17u);
+  EXPECT_EQ(summary.classes, 0u);
+}
+
+TEST(RoundTripTest, HundredThousandSmallFiles) {
+  TempDir t;
+  const std::string src = t / "src";
+  constexpr int kClasses = 100;
+  constexpr int kPerClass = 1000;
+  std::map<std::string, std::string> want;
+  uint64_t state = 1;
+  for (int c = 0; c < kClasses; ++c) {
+    char cls[16];
+    std::snprintf(cls, sizeof(cls), "n%05d", c);
+    test::MakeDirs(src + "/" + cls);
+    for (int i = 0; i < kPerClass; ++i) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      const size_t size = 16 + (state >> 33) % 49;
+      std::string name = std::string(cls) + "/" + std::to_string(i) + ".jpg";
+      std::string bytes = test::RandomBytes(size, state);
+      const std::string path = src + "/" + name;
+      int fd =
+          open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      ASSERT_GE(fd, 0) << path;
+      ASSERT_EQ(write(fd, bytes.data(), bytes.size()),
+                static_cast<ssize_t>(bytes.size()));
+      close(fd);
+      want.emplace(std::move(name), std::move(bytes));
+    }
+  }
+  BuildOptions o = Options(32);
+  BuildSummary summary;
+  Status s = BuildPack(src, t / "out", o, &summary);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(summary.files, 100000u);
+  EXPECT_EQ(summary.classes, 100u);
+
+  std::unique_ptr<Reader> reader;
+  ASSERT_TRUE(Reader::Open(t / "out", ReaderOptions(), &reader).ok());
+  ASSERT_EQ(reader->size(), want.size());
+  ASSERT_TRUE(reader->CheckIndex().ok());
+  std::string prev;
+  size_t bad = 0;
+  std::string bytes;
+  for (uint64_t i = 0; i < reader->size(); ++i) {
+    Record r;
+    ASSERT_TRUE(reader->GetRecord(i, &r).ok());
+    const std::string name(r.name);
+    auto it = want.find(name);
+    ASSERT_NE(it, want.end()) << name;
+    ASSERT_TRUE(reader->Read(i, &bytes).ok());
+    if (bytes != it->second && bad++ < 10) ADD_FAILURE() << name;
+    EXPECT_EQ(r.label, static_cast<uint32_t>(std::stoi(name.substr(1, 5))));
+    // Python order within a class: "10.jpg" < "100.jpg" < "11.jpg".
+    if (i > 0 && name.substr(0, 6) == prev.substr(0, 6)) {
+      EXPECT_TRUE(PyFsLess(prev, name)) << prev << " " << name;
+    }
+    prev = name;
+  }
+  EXPECT_EQ(bad, 0u);
+}
+
+TEST(RoundTripTest, FileLargerThan64MiBIsStreamed) {
+  TempDir t;
+  const std::string src = t / "src";
+  const uint64_t size = (65ull << 20) + 3;
+  test::MakeDirs(src + "/c");
+  ASSERT_NO_FATAL_FAILURE(MakeSparseFile(src + "/c/big.jpg", size));
+  WriteFile(src + "/c/a.jpg", test::CompressibleBytes(10000, 1));
+  WriteFile(src + "/c/z.jpg", test::RandomBytes(7777, 2));
+  BuildOptions o = Options();
+  o.writer.compress = true;
+  BuildSummary summary;
+  Status s = BuildPack(src, t / "out", o, &summary);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(summary.files, 3u);
+  EXPECT_EQ(summary.compressed, 1u);
+
+  std::unique_ptr<Reader> reader;
+  ASSERT_TRUE(Reader::Open(t / "out", ReaderOptions(), &reader).ok());
+  ASSERT_EQ(reader->size(), 3u);
+  const std::vector<std::string> names = {"c/a.jpg", "c/big.jpg", "c/z.jpg"};
+  for (uint64_t i = 0; i < 3; ++i) {
+    Record r;
+    ASSERT_TRUE(reader->GetRecord(i, &r).ok());
+    EXPECT_EQ(std::string(r.name), names[i]);
+    std::string bytes;
+    s = reader->Read(i, &bytes);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_TRUE(bytes == ReadFile(src + "/" + names[i])) << names[i];
+    if (i == 1) {
+      EXPECT_EQ(r.codec, Codec::kRaw);  // streamed records are stored raw
+      EXPECT_EQ(r.original_length, size);
+      EXPECT_EQ(bytes.size(), size);
+      EXPECT_EQ(bytes.substr(0, 4), "head");
+      EXPECT_EQ(bytes.substr(size - 4), "tail");
+    }
+  }
+  EXPECT_EQ(summary.bytes_in, size + 10000 + 7777);
+}
+
+TEST(RoundTripTest, RealPhotos) {
+  const std::string tar = test::SharedPhotosTar();
+  if (tar.empty()) GTEST_SKIP() << "cats_and_dogs_filtered.tar not found";
+  TempDir t;
+  test::CommandResult r =
+      test::Run({"/usr/bin/tar", "-xf", tar, "-C", t.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string base = t / "cats_and_dogs_filtered";
+
+  BuildSummary summary;
+  ASSERT_NO_FATAL_FAILURE(
+      BuildAndVerify(base + "/train", t / "train", Options(32), &summary));
+  EXPECT_EQ(summary.files, 2000u);
+  EXPECT_EQ(summary.classes, 2u);
+  std::unique_ptr<Reader> reader;
+  ASSERT_TRUE(Reader::Open(t / "train", ReaderOptions(), &reader).ok());
+  ClassInfo cats, dogs;
+  ASSERT_TRUE(reader->GetClass(0, &cats).ok());
+  ASSERT_TRUE(reader->GetClass(1, &dogs).ok());
+  EXPECT_EQ(cats.name, "cats");
+  EXPECT_EQ(cats.record_count, 1000u);
+  EXPECT_EQ(dogs.name, "dogs");
+  EXPECT_EQ(dogs.first_record, 1000u);
+  EXPECT_EQ(dogs.record_count, 1000u);
+
+  BuildOptions flat = Options(32);
+  flat.scan.flat = true;
+  ASSERT_NO_FATAL_FAILURE(BuildAndVerify(base, t / "all", flat, &summary));
+  EXPECT_EQ(summary.files, 3000u);
+}
+
+}  // namespace
+}  // namespace ufspack

@@ -106,8 +106,8 @@ TEST(PyFsLessTest, PrefixSortsFirst) {
 }
 
 TEST(PyFsLessTest, ValidUtf8IsCodePointOrder) {
-  EXPECT_TRUE(PyFsLess("z", "\xc3\xa9"));                 // z < é
-  EXPECT_TRUE(PyFsLess("\xc3\xa9", "\xe2\x82\xac"));      // é < €
+  EXPECT_TRUE(PyFsLess("z", "\xc3\xa9"));                     // z < é
+  EXPECT_TRUE(PyFsLess("\xc3\xa9", "\xe2\x82\xac"));          // é < €
   EXPECT_TRUE(PyFsLess("\xe2\x82\xac", "\xf0\x9f\x98\x80"));  // € < 😀
   EXPECT_FALSE(PyFsLess("\xf0\x9f\x98\x80", "\xe2\x82\xac"));
 }
@@ -124,17 +124,22 @@ TEST(PyFsLessTest, SurrogateEscapeSortsBeforeFourByteUtf8) {
 
 TEST(PyFsLessTest, SurrogateEscapeSortsBetweenThreeByteRanges) {
   // U+DC80..U+DCFF lie above U+0800..U+D7FF and below U+E000..U+FFFF.
-  EXPECT_TRUE(PyFsLess("\xc3\xa9", "\x80"));          // U+E9 < U+DC80
-  EXPECT_TRUE(PyFsLess("\xed\x9f\xbf", "\x80"));      // U+D7FF < U+DC80
-  EXPECT_TRUE(PyFsLess("\xff", "\xee\x80\x80"));      // U+DCFF < U+E000
+  EXPECT_TRUE(PyFsLess("\xc3\xa9", "\x80"));      // U+E9 < U+DC80
+  EXPECT_TRUE(PyFsLess("\xed\x9f\xbf", "\x80"));  // U+D7FF < U+DC80
+  EXPECT_TRUE(PyFsLess("\xff", "\xee\x80\x80"));  // U+DCFF < U+E000
   EXPECT_FALSE(PyFsLess("\xee\x80\x80", "\xff"));
-  EXPECT_TRUE(PyFsLess("\x80", "\xff"));              // U+DC80 < U+DCFF
+  EXPECT_TRUE(PyFsLess("\x80", "\xff"));  // U+DC80 < U+DCFF
 }
 
 TEST(PyFsLessTest, InvalidContinuationIsEscapedBytewise) {
   // b"\xe2\x82A" -> U+DCE2 U+DC82 'A'; b"\xe2\x82\xac" is U+20AC.
-  EXPECT_TRUE(PyFsLess("\xe2\x82\xac", "\xe2\x82" "A"));
-  EXPECT_FALSE(PyFsLess("\xe2\x82" "A", "\xe2\x82\xac"));
+  EXPECT_TRUE(PyFsLess("\xe2\x82\xac",
+                       "\xe2\x82"
+                       "A"));
+  EXPECT_FALSE(
+      PyFsLess("\xe2\x82"
+               "A",
+               "\xe2\x82\xac"));
   // Truncated sequence at the end of the name.
   EXPECT_TRUE(PyFsLess("\xe2\x82\xac", "\xe2\x82"));
   // The escaped lead byte, then a valid sequence starting at the next byte:
@@ -142,7 +147,11 @@ TEST(PyFsLessTest, InvalidContinuationIsEscapedBytewise) {
   EXPECT_TRUE(PyFsLess("\xe2\x82\xac\xe2\x82\xac", "\xe2\xe2\x82\xac"));
   // Escaped bytes compare by their own value: U+DCE2 U+DC82 'A' vs
   // U+DCE2 U+DC82 'B'.
-  EXPECT_TRUE(PyFsLess("\xe2\x82" "A", "\xe2\x82" "B"));
+  EXPECT_TRUE(
+      PyFsLess("\xe2\x82"
+               "A",
+               "\xe2\x82"
+               "B"));
 }
 
 TEST(PyFsLessTest, OverlongAndOutOfRangeSequencesAreEscaped) {
@@ -165,10 +174,22 @@ TEST(PyFsLessTest, OverlongAndOutOfRangeSequencesAreEscaped) {
 }
 
 TEST(PyFsLessTest, IsAStrictWeakOrderOnSamples) {
-  const std::vector<std::string> names = {
-      "",          "a",           "B",           "\xff",         "\x80",
-      "\xc3\xa9",  "\xe2\x82\xac", "\xe2\x82" "A", "\xc0\xaf",     "\xed\xa0\x80",
-      "\xee\x80\x80", "\xf0\x9f\x98\x80", "\xf4\x90\x80\x80", "a/b", "a-b"};
+  const std::vector<std::string> names = {"",
+                                          "a",
+                                          "B",
+                                          "\xff",
+                                          "\x80",
+                                          "\xc3\xa9",
+                                          "\xe2\x82\xac",
+                                          "\xe2\x82"
+                                          "A",
+                                          "\xc0\xaf",
+                                          "\xed\xa0\x80",
+                                          "\xee\x80\x80",
+                                          "\xf0\x9f\x98\x80",
+                                          "\xf4\x90\x80\x80",
+                                          "a/b",
+                                          "a-b"};
   for (const auto& a : names) {
     EXPECT_FALSE(PyFsLess(a, a)) << Show(a);
     for (const auto& b : names) {
@@ -177,8 +198,8 @@ TEST(PyFsLessTest, IsAStrictWeakOrderOnSamples) {
       EXPECT_NE(PyFsLess(a, b), PyFsLess(b, a)) << Show(a) << " vs " << Show(b);
       for (const auto& c : names) {
         if (PyFsLess(a, b) && PyFsLess(b, c)) {
-          EXPECT_TRUE(PyFsLess(a, c)) << Show(a) << " " << Show(b) << " "
-                                      << Show(c);
+          EXPECT_TRUE(PyFsLess(a, c))
+              << Show(a) << " " << Show(b) << " " << Show(c);
         }
       }
     }
@@ -267,11 +288,10 @@ TEST(ScanTreeTest, HiddenAndSymlinkedClassesAreClasses) {
   test::Symlink(t / "nowhere", t / "root/dangling");          // not a class
   ScanResult r;
   ASSERT_TRUE(ScanTree(t / "root", ScanOptions(), &r).ok());
-  EXPECT_EQ(r.classes,
-            (std::vector<std::string>{".hidden", "linked", "real"}));
-  EXPECT_EQ(Entries(r), (EntryList{{".hidden/h.jpg", 0},
-                                   {"linked/x.jpg", 1},
-                                   {"real/r.jpg", 2}}));
+  EXPECT_EQ(r.classes, (std::vector<std::string>{".hidden", "linked", "real"}));
+  EXPECT_EQ(Entries(r),
+            (EntryList{
+                {".hidden/h.jpg", 0}, {"linked/x.jpg", 1}, {"real/r.jpg", 2}}));
 }
 
 TEST(ScanTreeTest, WalkOrderComparesWholePaths) {
@@ -285,9 +305,9 @@ TEST(ScanTreeTest, WalkOrderComparesWholePaths) {
   WriteFile(t / "c/A.jpg", "5");
   ScanResult r;
   ASSERT_TRUE(ScanTree(t.path(), ScanOptions(), &r).ok());
-  EXPECT_EQ(Names(r), (std::vector<std::string>{"c/A.jpg", "c/zz.jpg",
-                                                "c/sub/s.jpg", "c/sub-x/x.jpg",
-                                                "c/sub/deeper/d.jpg"}));
+  EXPECT_EQ(Names(r),
+            (std::vector<std::string>{"c/A.jpg", "c/zz.jpg", "c/sub/s.jpg",
+                                      "c/sub-x/x.jpg", "c/sub/deeper/d.jpg"}));
 }
 
 TEST(ScanTreeTest, FileNamesSortInPythonOrder) {
@@ -312,8 +332,8 @@ TEST(ScanTreeTest, ClassNamesSortInPythonOrder) {
   WriteFile(t / "B/4.jpg", "4");
   ScanResult r;
   ASSERT_TRUE(ScanTree(t.path(), ScanOptions(), &r).ok());
-  EXPECT_EQ(r.classes, (std::vector<std::string>{"B", "a", "\xff",
-                                                 "\xf0\x9f\x98\x80"}));
+  EXPECT_EQ(r.classes,
+            (std::vector<std::string>{"B", "a", "\xff", "\xf0\x9f\x98\x80"}));
   EXPECT_EQ(Entries(r), (EntryList{{"B/4.jpg", 0},
                                    {"a/3.jpg", 1},
                                    {"\xff/2.jpg", 2},
@@ -389,8 +409,7 @@ TEST(ScanTreeTest, EmptyClassIsAnErrorNamingIt) {
   Status s = ScanTree(t.path(), ScanOptions(), &r);
   ASSERT_TRUE(s.IsInvalidArgument()) << s.ToString();
   EXPECT_NE(s.ToString().find("'hollow'"), std::string::npos) << s.ToString();
-  EXPECT_NE(s.ToString().find("'textonly'"), std::string::npos)
-      << s.ToString();
+  EXPECT_NE(s.ToString().find("'textonly'"), std::string::npos) << s.ToString();
   EXPECT_EQ(s.ToString().find("'full'"), std::string::npos) << s.ToString();
 }
 
@@ -530,8 +549,7 @@ TEST(ScanTreeTest, ExcludedDirectoryIsNotScanned) {
   o.exclude_ino = st.st_ino;
   ASSERT_TRUE(ScanTree(t.path(), o, &r).ok());
   EXPECT_EQ(r.classes, (std::vector<std::string>{"c"}));
-  EXPECT_EQ(Names(r),
-            (std::vector<std::string>{"c/a.jpg", "c/out/data.jpg"}));
+  EXPECT_EQ(Names(r), (std::vector<std::string>{"c/a.jpg", "c/out/data.jpg"}));
 
   // Also in flat mode.
   ASSERT_EQ(stat((t / "c/out").c_str(), &st), 0);
@@ -644,17 +662,18 @@ void MakeEdgeCaseTree(const TempDir& t, const std::string& root) {
       "a/b/deeper/x.jpg",
       "a/b-c/y.jpg",
       "a-b/three.jpeg",
-      "\xc3\xa9/e.jpg",        // é
-      "z/\xc3\xa9.jpg",        // é sorts after z
+      "\xc3\xa9/e.jpg",  // é
+      "z/\xc3\xa9.jpg",  // é sorts after z
       "z/z.jpg",
-      "z/\xff.jpg",            // U+DCFF
+      "z/\xff.jpg",              // U+DCFF
       "z/\xf0\x9f\x98\x80.jpg",  // U+1F600: after U+DCFF in Python
-      "z/\xee\x80\x80.jpg",    // U+E000: after U+DCFF in Python
-      "z/\x80.jpg",            // U+DC80: after é in Python
-      "z/\xe2\x82" "A.jpg",    // invalid continuation
-      "z/\xe2\x82\xac.jpg",    // €
-      "z/\xc0\xaf.jpg",        // overlong
-      "z/\xed\x9f\xbf.jpg",    // U+D7FF
+      "z/\xee\x80\x80.jpg",      // U+E000: after U+DCFF in Python
+      "z/\x80.jpg",              // U+DC80: after é in Python
+      "z/\xe2\x82"
+      "A.jpg",               // invalid continuation
+      "z/\xe2\x82\xac.jpg",  // €
+      "z/\xc0\xaf.jpg",      // overlong
+      "z/\xed\x9f\xbf.jpg",  // U+D7FF
       "z/.jpg",
       "z/UPPER.JPG",
       "z/Mixed.TiFf",
@@ -666,10 +685,13 @@ void MakeEdgeCaseTree(const TempDir& t, const std::string& root) {
       "c/sub/s.ppm",
       "c/sub-x/x.pgm",
       "c/sub-x/skip.gif",
-      "c/\xff\x64ir/f.jpg",      // non-UTF-8 directory name
-      "c/\xf0\x9f\x98\x80" "dir/g.jpg",
-      "\xff" "class/k.jpg",
-      "\xf0\x9f\x98\x80" "class/k.jpg",
+      "c/\xff\x64ir/f.jpg",  // non-UTF-8 directory name
+      "c/\xf0\x9f\x98\x80"
+      "dir/g.jpg",
+      "\xff"
+      "class/k.jpg",
+      "\xf0\x9f\x98\x80"
+      "class/k.jpg",
   };
   for (size_t i = 0; i < files.size(); ++i) {
     WriteFile(root + "/" + files[i], std::to_string(i));
@@ -735,12 +757,35 @@ TEST(ScanParityTest, FlatMatchesSortedWalk) {
 // built from bytes around every UTF-8 boundary.
 TEST(ScanParityTest, PyFsLessMatchesPythonSort) {
   if (!HavePython()) GTEST_SKIP() << kPython << " not found";
-  const std::vector<std::string> atoms = {
-      "a",    "B",    "-",        "/",        "\x7f",     "\x80",
-      "\xbf", "\xc0", "\xc1",     "\xc2",     "\xc3\xa9", "\xdf\xbf",
-      "\xe0", "\xa0", "\xe0\xa0\x80", "\xed", "\xed\x9f\xbf", "\xee\x80\x80",
-      "\xef\xbf\xbf", "\xf0", "\x90", "\xf0\x90\x80\x80", "\xf0\x9f\x98\x80",
-      "\xf4", "\xf4\x8f\xbf\xbf", "\xf5", "\xff", "\xe2\x82", "\xe2\x82\xac"};
+  const std::vector<std::string> atoms = {"a",
+                                          "B",
+                                          "-",
+                                          "/",
+                                          "\x7f",
+                                          "\x80",
+                                          "\xbf",
+                                          "\xc0",
+                                          "\xc1",
+                                          "\xc2",
+                                          "\xc3\xa9",
+                                          "\xdf\xbf",
+                                          "\xe0",
+                                          "\xa0",
+                                          "\xe0\xa0\x80",
+                                          "\xed",
+                                          "\xed\x9f\xbf",
+                                          "\xee\x80\x80",
+                                          "\xef\xbf\xbf",
+                                          "\xf0",
+                                          "\x90",
+                                          "\xf0\x90\x80\x80",
+                                          "\xf0\x9f\x98\x80",
+                                          "\xf4",
+                                          "\xf4\x8f\xbf\xbf",
+                                          "\xf5",
+                                          "\xff",
+                                          "\xe2\x82",
+                                          "\xe2\x82\xac"};
   uint64_t state = 12345;
   auto next = [&state]() {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
