@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Writes a small, deterministic ImageFolder tree of real image files.
 
     python3 scripts/make_sample_tree.py <dir> [--per-class N]

@@ -10,9 +10,13 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 export BUILD_DIR
 
+# Debian's interpreter, which sees the apt-installed Python packages (the
+# first python3 on PATH may be another one).
+PYTHON=${PYTHON:-/usr/bin/python3}
+
 bash scripts/install-deps.sh
 echo "== building (${BUILD_DIR}/)"
-bash scripts/build.sh
+bash scripts/build.sh -DUFSPACK_BUILD_TESTS=OFF -DUFSPACK_BUILD_BENCHMARKS=OFF
 UFSPACK="$BUILD_DIR/ufspack"
 
 if [ $# -ge 1 ]; then
@@ -21,7 +25,7 @@ else
   SRC="$BUILD_DIR/sample/images"
   echo "== generating a sample ImageFolder tree in $SRC"
   rm -rf "$SRC"
-  python3 scripts/make_sample_tree.py "$SRC"
+  "$PYTHON" scripts/make_sample_tree.py "$SRC"
 fi
 PACK="$BUILD_DIR/sample/images.ufspack"
 

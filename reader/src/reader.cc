@@ -384,6 +384,60 @@ Status Reader::ReadStored(const Record& r, char* dst) const {
   return Status::OK();
 }
 
+namespace {
+
+Status BadFrame(const std::string& data_name, const Record& r,
+                const std::string& what) {
+  return Status::Corruption(data_name + ": record " + std::to_string(r.index) +
+                            " '" + Printable(r.name) + "' at offset " +
+                            std::to_string(r.offset) + ": " + what);
+}
+
+// Checks that the zstd frame in frame[0, r.stored_length) declares exactly
+// r.original_length bytes of content.  Done before any output buffer is
+// sized from original_length, so a damaged length cannot cause a large
+// allocation.
+Status CheckFrameSize(const std::string& data_name, const Record& r,
+                      const char* frame) {
+  const unsigned long long content =
+      ZSTD_getFrameContentSize(frame, r.stored_length);
+  if (content != r.original_length) {
+    return BadFrame(data_name, r,
+                    "zstd frame content size: expected " +
+                        std::to_string(r.original_length) + ", found " +
+                        (content == ZSTD_CONTENTSIZE_ERROR ||
+                                 content == ZSTD_CONTENTSIZE_UNKNOWN
+                             ? std::string("none")
+                             : std::to_string(content)));
+  }
+  return Status::OK();
+}
+
+// Decompresses the frame into dst[0, r.original_length).
+Status Decompress(const std::string& data_name, const Record& r,
+                  const char* frame, char* dst) {
+  ZSTD_DCtx* dctx = ThreadDCtx();
+  if (dctx == nullptr) return Status::IOError("out of memory (ZSTD_createDCtx)");
+  // Bound the output by the record's length, not the buffer's capacity:
+  // zstd may use spare room at the end of its output buffer as workspace,
+  // and the caller's bytes past original_length must stay untouched.
+  size_t n = ZSTD_decompressDCtx(dctx, dst,
+                                 static_cast<size_t>(r.original_length), frame,
+                                 r.stored_length);
+  if (ZSTD_isError(n)) {
+    return BadFrame(data_name, r, std::string("zstd: ") + ZSTD_getErrorName(n));
+  }
+  if (n != r.original_length) {
+    return BadFrame(data_name, r,
+                    "decompressed to " + std::to_string(n) +
+                        " bytes, expected " +
+                        std::to_string(r.original_length));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Status Reader::Read(const Record& r, char* dst, size_t capacity) const {
   if (capacity < r.original_length) {
     return Status::InvalidArgument(
@@ -396,38 +450,8 @@ Status Reader::Read(const Record& r, char* dst, size_t capacity) const {
   std::string& scratch = ThreadScratch();
   if (scratch.size() < r.stored_length) scratch.resize(r.stored_length);
   UFSPACK_RETURN_IF_ERROR(ReadStored(r, scratch.data()));
-  auto bad = [&](const std::string& what) {
-    return Status::Corruption(data_->name() + ": record " +
-                              std::to_string(r.index) + " '" +
-                              Printable(r.name) + "' at offset " +
-                              std::to_string(r.offset) + ": " + what);
-  };
-  const unsigned long long content =
-      ZSTD_getFrameContentSize(scratch.data(), r.stored_length);
-  if (content != r.original_length) {
-    return bad("zstd frame content size: expected " +
-               std::to_string(r.original_length) + ", found " +
-               (content == ZSTD_CONTENTSIZE_ERROR ||
-                        content == ZSTD_CONTENTSIZE_UNKNOWN
-                    ? std::string("none")
-                    : std::to_string(content)));
-  }
-  ZSTD_DCtx* dctx = ThreadDCtx();
-  if (dctx == nullptr) return Status::IOError("out of memory (ZSTD_createDCtx)");
-  // Bound the output by the record's length, not the buffer's capacity:
-  // zstd may use spare room at the end of its output buffer as workspace,
-  // and the caller's bytes past original_length must stay untouched.
-  size_t n = ZSTD_decompressDCtx(dctx, dst,
-                                 static_cast<size_t>(r.original_length),
-                                 scratch.data(), r.stored_length);
-  if (ZSTD_isError(n)) {
-    return bad(std::string("zstd: ") + ZSTD_getErrorName(n));
-  }
-  if (n != r.original_length) {
-    return bad("decompressed to " + std::to_string(n) + " bytes, expected " +
-               std::to_string(r.original_length));
-  }
-  return Status::OK();
+  UFSPACK_RETURN_IF_ERROR(CheckFrameSize(data_->name(), r, scratch.data()));
+  return Decompress(data_->name(), r, scratch.data(), dst);
 }
 
 Status Reader::Read(uint64_t i, char* dst, size_t capacity,
@@ -442,23 +466,51 @@ Status Reader::Read(uint64_t i, char* dst, size_t capacity,
 Status Reader::Read(uint64_t i, std::string* out) const {
   Record r;
   UFSPACK_RETURN_IF_ERROR(GetRecord(i, &r));
-  out->resize(static_cast<size_t>(r.original_length));
-  Status s = Read(r, out->data(), out->size());
+  Status s;
+  if (r.codec == Codec::kZstd) {
+    // Read and check the frame before sizing *out from original_length.
+    std::string& scratch = ThreadScratch();
+    if (scratch.size() < r.stored_length) scratch.resize(r.stored_length);
+    s = ReadStored(r, scratch.data());
+    if (s.ok()) s = CheckFrameSize(data_->name(), r, scratch.data());
+    if (s.ok()) {
+      out->resize(static_cast<size_t>(r.original_length));
+      s = Decompress(data_->name(), r, scratch.data(), out->data());
+    }
+  } else {
+    out->resize(static_cast<size_t>(r.original_length));
+    s = ReadStored(r, out->data());
+  }
   if (!s.ok()) out->clear();
   return s;
 }
 
 Status Reader::ReadBatch(const uint64_t* indices, size_t count, Batch* out,
                          int threads) const {
+  // On any error *out is left empty, never half filled.
+  out->data.clear();
+  out->offsets.clear();
   std::vector<Record> records(count);
-  out->offsets.assign(count + 1, 0);
+  std::vector<uint64_t> offsets(count + 1, 0);
+  // Each length is <= 32768 * data size, but their sum may still exceed
+  // what one buffer can hold (or wrap around): refuse before allocating.
+  const uint64_t limit = static_cast<uint64_t>(out->data.max_size());
   uint64_t total = 0;
   for (size_t k = 0; k < count; ++k) {
     UFSPACK_RETURN_IF_ERROR(GetRecord(indices[k], &records[k]));
-    out->offsets[k] = total;
-    total += records[k].original_length;  // each <= 32768 * data size
+    offsets[k] = total;
+    if (records[k].original_length > limit - total) {
+      return Status::InvalidArgument(
+          "batch of " + std::to_string(count) + " records exceeds " +
+          std::to_string(limit) + " bytes at record " +
+          std::to_string(records[k].index) + " '" +
+          Printable(records[k].name) + "' (" +
+          std::to_string(records[k].original_length) + " bytes)");
+    }
+    total += records[k].original_length;
   }
-  out->offsets[count] = total;
+  offsets[count] = total;
+  out->offsets = std::move(offsets);
   out->data.resize(static_cast<size_t>(total));
 
   auto read_one = [&](size_t k) {

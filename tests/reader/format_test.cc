@@ -49,10 +49,10 @@ IndexHeader ValidHeader() {
   h.record_count = 3;
   h.class_count = 2;
   h.data_size = DataHeader::kEncodedLength + 100;
-  h.records = {160, 3 * 56};                   // [160, 328)
-  h.classes = {328, 2 * 32};                   // [328, 392)
-  h.lookup = {392, LookupSlotsFor(3) * 4};     // [392, 424)
-  h.names = {424, 20};                         // [424, 444)
+  h.records = {160, 3 * 56};                // [160, 328)
+  h.classes = {328, 2 * 32};                // [328, 392)
+  h.lookup = {392, LookupSlotsFor(3) * 4};  // [392, 424)
+  h.names = {424, 20};                      // [424, 444)
   h.index_size = 444;
   h.body_checksum = 0x1122334455667788ull;
   return h;
@@ -391,13 +391,13 @@ TEST(IndexHeaderTest, FieldPositionsAreLittleEndian) {
   h.names.size = 0x99;
   std::string s = Encode(h);
   EXPECT_EQ(s.substr(0, 8), std::string(kIndexMagic, 8));
-  EXPECT_EQ(Byte(s, 8), 1);    // version
-  EXPECT_EQ(Byte(s, 12), 160); // header size
+  EXPECT_EQ(Byte(s, 8), 1);     // version
+  EXPECT_EQ(Byte(s, 12), 160);  // header size
   EXPECT_EQ(Byte(s, 13), 0);
   EXPECT_EQ(Byte(s, 20), 0xD4);  // optional flags, low byte first
   EXPECT_EQ(Byte(s, 23), 0xA1);
-  EXPECT_EQ(Byte(s, 24), 1);   // checksum type XXH3-64
-  EXPECT_EQ(Byte(s, 28), 56);  // record size
+  EXPECT_EQ(Byte(s, 24), 1);     // checksum type XXH3-64
+  EXPECT_EQ(Byte(s, 28), 56);    // record size
   EXPECT_EQ(Byte(s, 32), 0xA0);  // pack id
   EXPECT_EQ(Byte(s, 47), 0xAF);
   EXPECT_EQ(Byte(s, 48), 0x08);  // record count
@@ -628,7 +628,8 @@ TEST(ValidateLayoutTest, WrongRecordTableSizeIsCorruption) {
   h.records.size = 3 * 56 - 1;
   Status st = h.ValidateLayout();
   EXPECT_TRUE(st.IsCorruption()) << st.ToString();
-  EXPECT_TRUE(Contains(st.message(), "record table size: expected 168, found 167"));
+  EXPECT_TRUE(
+      Contains(st.message(), "record table size: expected 168, found 167"));
 }
 
 TEST(ValidateLayoutTest, WrongClassTableSizeIsCorruption) {
@@ -636,7 +637,8 @@ TEST(ValidateLayoutTest, WrongClassTableSizeIsCorruption) {
   h.class_count = 3;
   Status st = h.ValidateLayout();
   EXPECT_TRUE(st.IsCorruption()) << st.ToString();
-  EXPECT_TRUE(Contains(st.message(), "class table size: expected 96, found 64"));
+  EXPECT_TRUE(
+      Contains(st.message(), "class table size: expected 96, found 64"));
 }
 
 TEST(ValidateLayoutTest, WrongLookupTableSizeIsCorruption) {
@@ -644,7 +646,8 @@ TEST(ValidateLayoutTest, WrongLookupTableSizeIsCorruption) {
   h.lookup.size = 16;  // 4 slots for 3 records: load factor > 1/2
   Status st = h.ValidateLayout();
   EXPECT_TRUE(st.IsCorruption()) << st.ToString();
-  EXPECT_TRUE(Contains(st.message(), "lookup table size: expected 32, found 16"));
+  EXPECT_TRUE(
+      Contains(st.message(), "lookup table size: expected 32, found 16"));
 }
 
 TEST(ValidateLayoutTest, RecordCountOverLimitIsCorruption) {
@@ -800,7 +803,7 @@ TEST(RecordEntryTest, FieldPositions) {
   EXPECT_EQ(DecodeFixed64(s.data() + 32), 77u);
   EXPECT_EQ(Byte(s, 40), 0x0D);  // name length
   EXPECT_EQ(Byte(s, 43), 0x0A);
-  EXPECT_EQ(Byte(s, 44), 3);  // label
+  EXPECT_EQ(Byte(s, 44), 3);     // label
   EXPECT_EQ(Byte(s, 48), 0xEF);  // name hash
   EXPECT_EQ(Byte(s, 51), 0x89);
   EXPECT_EQ(Byte(s, 52), 1);  // codec zstd

@@ -52,7 +52,8 @@ struct Item {
 };
 
 // Writes a pack of `items` (labels index `classes`) into `dir`.
-Status WritePack(const std::string& dir, const std::vector<std::string>& classes,
+Status WritePack(const std::string& dir,
+                 const std::vector<std::string>& classes,
                  const std::vector<Item>& items,
                  const PackWriterOptions& options = {},
                  PackId* pack_id = nullptr) {
@@ -137,9 +138,8 @@ void PatchByte(const std::string& path, uint64_t offset, uint8_t v) {
 void ResealIndex(const std::string& index_path) {
   std::string b = test::ReadFile(index_path);
   ASSERT_GE(b.size(), IndexHeader::kEncodedLength);
-  EncodeFixed64(&b[144],
-                Checksum64(b.data() + IndexHeader::kEncodedLength,
-                           b.size() - IndexHeader::kEncodedLength));
+  EncodeFixed64(&b[144], Checksum64(b.data() + IndexHeader::kEncodedLength,
+                                    b.size() - IndexHeader::kEncodedLength));
   EncodeFixed64(&b[IndexHeader::kHeaderChecksumOffset],
                 Checksum64(b.data(), IndexHeader::kHeaderChecksumOffset));
   test::WriteFile(index_path, b);
@@ -241,7 +241,8 @@ TEST(ReaderRoundTripTest, IncompressibleDataStaysRaw) {
   options.compress = true;
   options.flat = true;
   const std::string bytes = test::RandomBytes(64 * 1024, 9);
-  ASSERT_TRUE(WritePack(tmp / "p", {}, {{"noise.bin", 0, bytes}}, options).ok());
+  ASSERT_TRUE(
+      WritePack(tmp / "p", {}, {{"noise.bin", 0, bytes}}, options).ok());
   std::unique_ptr<Reader> r;
   ASSERT_TRUE(OpenPack(tmp / "p", &r).ok());
   Record rec;
@@ -261,10 +262,11 @@ TEST(ReaderRoundTripTest, ZeroLengthRecords) {
     PackWriterOptions options;
     options.compress = compress;
     options.flat = true;
-    ASSERT_TRUE(WritePack(tmp / "p", {},
-                          {{"empty1", 0, ""}, {"one", 0, "x"}, {"empty2", 0, ""}},
-                          options)
-                    .ok());
+    ASSERT_TRUE(
+        WritePack(tmp / "p", {},
+                  {{"empty1", 0, ""}, {"one", 0, "x"}, {"empty2", 0, ""}},
+                  options)
+            .ok());
     std::unique_ptr<Reader> r;
     ASSERT_TRUE(OpenPack(tmp / "p", &r).ok());
     for (uint64_t i : {0, 2}) {
@@ -596,9 +598,11 @@ TEST_F(ReaderTest, ReadBatchOutOfRangeIsOutOfRange) {
   const uint64_t indices[] = {0, 1, 9};
   for (int threads : {1, 4}) {
     Batch batch;
+    ASSERT_TRUE(r->ReadBatch(indices, 2, &batch, threads).ok());  // reused
     Status s = r->ReadBatch(indices, 3, &batch, threads);
     EXPECT_TRUE(s.IsOutOfRange()) << s.ToString();
     EXPECT_TRUE(Contains(s.message(), "record 9"));
+    EXPECT_EQ(batch.size(), 0u);  // no partial batch
   }
 }
 
@@ -833,8 +837,8 @@ TEST_F(ReaderTest, SwappedDataFilesAreCorruptionNamingBothPackIds) {
   PackId other_id;
   std::vector<Item> items = StandardItems();
   items[0].bytes = test::RandomBytes(1000, 100);  // a different pack
-  ASSERT_TRUE(WritePack(other / "p", StandardClasses(), items, {}, &other_id)
-                  .ok());
+  ASSERT_TRUE(
+      WritePack(other / "p", StandardClasses(), items, {}, &other_id).ok());
   ASSERT_NE(other_id, pack_id_);
   ASSERT_EQ(std::rename((other / "p/data.ufs").c_str(), data_path().c_str()),
             0);
@@ -870,7 +874,8 @@ TEST_F(ReaderTest, VerifyIndexChecksumCatchesNamePoolFlipAtOpen) {
   const std::string bytes = test::ReadFile(index_path());
   const uint64_t name_offset =
       DecodeFixed64(bytes.data() + RecordFieldAt(h, 0, kNameOffsetField));
-  test::FlipByte(index_path(), h.names.offset + name_offset + 1);  // "cat/a.jpg"
+  test::FlipByte(index_path(),
+                 h.names.offset + name_offset + 1);  // "cat/a.jpg"
   ReaderOptions verify;
   verify.verify_index_checksum = true;
   Status s = OpenStatus(verify);
@@ -908,9 +913,9 @@ TEST_F(ReaderTest, RecordPastEndOfDataIsCorruption) {
   EXPECT_TRUE(s.IsCorruption()) << s.ToString();
   EXPECT_TRUE(Contains(s.message(), index_path()));
   EXPECT_TRUE(Contains(s.message(), "record 3 'dog/x.jpg'"));
-  EXPECT_TRUE(Contains(s.message(),
-                       "offset " + std::to_string(h.data_size - 1) +
-                           " + length 3000"));
+  EXPECT_TRUE(
+      Contains(s.message(),
+               "offset " + std::to_string(h.data_size - 1) + " + length 3000"));
   EXPECT_TRUE(Contains(s.message(), std::to_string(h.data_size)));
   std::string out;
   EXPECT_TRUE(r->Read(3, &out).IsCorruption());
@@ -983,9 +988,9 @@ TEST_F(ReaderTest, NameReferenceOutOfRangeIsCorruption) {
   Status s = r->GetRecord(2, &rec);
   EXPECT_TRUE(s.IsCorruption()) << s.ToString();
   EXPECT_TRUE(Contains(s.message(), "record 2"));
-  EXPECT_TRUE(Contains(s.message(), "exceeds the name pool (" +
-                                        std::to_string(h.names.size) +
-                                        " bytes)"));
+  EXPECT_TRUE(Contains(
+      s.message(),
+      "exceeds the name pool (" + std::to_string(h.names.size) + " bytes)"));
 }
 
 TEST_F(ReaderTest, HugeNameReferenceDoesNotWrap) {
@@ -1014,8 +1019,7 @@ TEST_F(ReaderTest, UnknownCodecIsCorruption) {
 
 TEST_F(ReaderTest, ZstdRecordClaimingHugeLengthIsCorruption) {
   const IndexHeader h = ReadIndexHeader(index_path());
-  Patch64(index_path(), RecordFieldAt(h, 2, kOriginalLengthField),
-          UINT64_MAX);
+  Patch64(index_path(), RecordFieldAt(h, 2, kOriginalLengthField), UINT64_MAX);
   std::unique_ptr<Reader> r = MustOpen();
   ASSERT_NE(r, nullptr);
   std::string out;
@@ -1036,6 +1040,32 @@ TEST_F(ReaderTest, ZstdLengthDisagreeingWithFrameIsCorruption) {
   EXPECT_TRUE(Contains(s.message(), "record 2 'cat/c.txt'"));
   EXPECT_TRUE(Contains(s.message(), "expected 5001, found 5000"));
   EXPECT_TRUE(out.empty());
+}
+
+TEST_F(ReaderTest, DamagedZstdLengthIsCaughtBeforeAllocating) {
+  // A length within the zstd expansion bound passes GetRecord; the frame's
+  // declared size must be checked before the output is sized from it.
+  Record rec;
+  {
+    std::unique_ptr<Reader> r = MustOpen();
+    ASSERT_NE(r, nullptr);
+    ASSERT_TRUE(r->GetRecord(2, &rec).ok());
+    ASSERT_EQ(rec.codec, Codec::kZstd);
+  }
+  const uint64_t claimed = rec.stored_length * 30000;
+  ASSERT_GT(claimed, 4u << 20);
+  const IndexHeader h = ReadIndexHeader(index_path());
+  Patch64(index_path(), RecordFieldAt(h, 2, kOriginalLengthField), claimed);
+  std::unique_ptr<Reader> r = MustOpen();
+  ASSERT_NE(r, nullptr);
+  ASSERT_TRUE(r->GetRecord(2, &rec).ok());
+  EXPECT_EQ(rec.original_length, claimed);
+  std::string out;
+  Status s = r->Read(2, &out);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(), "frame content size"));
+  EXPECT_TRUE(out.empty());
+  EXPECT_LT(out.capacity(), size_t{1} << 20);  // nothing sized to `claimed`
 }
 
 TEST_F(ReaderTest, DamagedClassRangeIsCorruption) {
@@ -1160,8 +1190,8 @@ TEST(ReaderCheckIndexTest, CheckIndexAcceptsLargerPack) {
   TempDir tmp;
   PackWriterOptions options;
   options.compress = true;
-  ASSERT_TRUE(WritePack(tmp / "p", StandardClasses(), ManyItems(200), options)
-                  .ok());
+  ASSERT_TRUE(
+      WritePack(tmp / "p", StandardClasses(), ManyItems(200), options).ok());
   std::unique_ptr<Reader> r;
   ASSERT_TRUE(OpenPack(tmp / "p", &r).ok());
   Status s = r->CheckIndex();
@@ -1269,6 +1299,70 @@ TEST(ReaderMemoryTest, EmptyRegionIsCorruption) {
   EXPECT_EQ(r, nullptr);
 }
 
+// A data file that claims to be huge (2^48 bytes) without holding them:
+// lets a test give records lengths no real test file could have.
+class HugeDataFile final : public RandomAccessFile {
+ public:
+  HugeDataFile(std::string header, uint64_t size)
+      : header_(std::move(header)), size_(size) {}
+  Status Read(uint64_t offset, size_t n, char* scratch,
+              size_t* bytes_read) const override {
+    size_t done = 0;
+    for (; done < n && offset + done < size_; ++done) {
+      const uint64_t at = offset + done;
+      scratch[done] = at < header_.size() ? header_[at] : '\0';
+    }
+    *bytes_read = done;
+    return Status::OK();
+  }
+  Status Size(uint64_t* size) const override {
+    *size = size_;
+    return Status::OK();
+  }
+  const std::string& name() const override { return name_; }
+
+ private:
+  const std::string name_ = "huge/data.ufs";
+  const std::string header_;
+  const uint64_t size_;
+};
+
+TEST_F(ReaderTest, ReadBatchTooLargeIsRefusedBeforeAllocating) {
+  constexpr uint64_t kDataSize = 1ull << 48;
+  constexpr uint64_t kStored = 1ull << 47;
+  constexpr uint64_t kOriginal = kStored * 32768;  // 2^62: within zstd bound
+  std::string index = test::ReadFile(index_path());
+  const IndexHeader h = ReadIndexHeader(index_path());
+  EncodeFixed64(&index[64], kDataSize);  // header: data size
+  EncodeFixed64(&index[RecordFieldAt(h, 2, kOffsetField)], 64);
+  EncodeFixed64(&index[RecordFieldAt(h, 2, 8)], kStored);
+  EncodeFixed64(&index[RecordFieldAt(h, 2, kOriginalLengthField)], kOriginal);
+  EncodeFixed64(&index[IndexHeader::kHeaderChecksumOffset],
+                Checksum64(index.data(), IndexHeader::kHeaderChecksumOffset));
+  std::unique_ptr<Reader> r;
+  Status s = Reader::Open(
+      NewMemoryRegion("huge/index.ufs", index),
+      std::make_unique<HugeDataFile>(
+          test::ReadFile(data_path()).substr(0, DataHeader::kEncodedLength),
+          kDataSize),
+      {}, &r);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  Record rec;
+  ASSERT_TRUE(r->GetRecord(2, &rec).ok());
+  ASSERT_EQ(rec.original_length, kOriginal);
+  // Four of them sum to 2^64, which wraps to 0 in uint64_t.
+  const uint64_t indices[] = {0, 2, 2, 2, 2};
+  for (size_t count : {size_t{2}, size_t{5}}) {
+    SCOPED_TRACE(count);
+    Batch batch;
+    s = r->ReadBatch(indices, count, &batch, 1);
+    EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+    EXPECT_TRUE(Contains(s.message(), "record 2 'cat/c.txt'"));
+    EXPECT_EQ(batch.size(), 0u);
+    EXPECT_LT(batch.data.capacity(), size_t{1} << 20);
+  }
+}
+
 // Every single-byte flip of the index is caught by Open or CheckIndex, and
 // never yields wrong bytes from Read or a wrong answer from Find.
 TEST_F(ReaderTest, EveryIndexByteFlipIsCaught) {
@@ -1283,8 +1377,7 @@ TEST_F(ReaderTest, EveryIndexByteFlipIsCaught) {
       std::unique_ptr<Reader> r;
       Status s = OpenInMemory(damaged, data, &r);
       if (!s.ok()) {
-        EXPECT_FALSE(s.IsOutOfRange() || s.IsInvalidArgument())
-            << s.ToString();
+        EXPECT_FALSE(s.IsOutOfRange() || s.IsInvalidArgument()) << s.ToString();
         continue;
       }
       EXPECT_FALSE(r->CheckIndex().ok());
@@ -1330,7 +1423,8 @@ TEST_F(ReaderTest, EveryDataByteFlipIsCaught) {
     for (uint64_t i = 0; i < r->size(); ++i) {
       Record rec;
       ASSERT_TRUE(r->GetRecord(i, &rec).ok());
-      const bool holds = off >= rec.offset && off < rec.offset + rec.stored_length;
+      const bool holds =
+          off >= rec.offset && off < rec.offset + rec.stored_length;
       std::string out;
       Status rs = r->Read(i, &out);
       if (holds) {

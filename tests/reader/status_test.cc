@@ -129,8 +129,9 @@ TEST(StatusTest, FromErrnoEioIsIOErrorWithErrno) {
   EXPECT_EQ(s.errno_value(), EIO);
   EXPECT_EQ(s.message(),
             std::string("data.ufs: read at offset 64: ") + std::strerror(EIO));
-  EXPECT_EQ(s.ToString(), std::string("IOError: data.ufs: read at offset 64: ") +
-                              std::strerror(EIO));
+  EXPECT_EQ(s.ToString(),
+            std::string("IOError: data.ufs: read at offset 64: ") +
+                std::strerror(EIO));
 }
 
 TEST(StatusTest, FromErrnoEaccesIsIOError) {
@@ -228,8 +229,7 @@ TEST(StatusTest, MoveAssignmentTransfersState) {
 Status FailsAt(int step, int* reached) {
   for (int i = 0; i < 3; ++i) {
     *reached = i;
-    UFSPACK_RETURN_IF_ERROR(i == step ? Status::Aborted("stop")
-                                      : Status::OK());
+    UFSPACK_RETURN_IF_ERROR(i == step ? Status::Aborted("stop") : Status::OK());
   }
   return Status::OK();
 }
