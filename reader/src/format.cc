@@ -88,7 +88,9 @@ std::string PackId::ToHex() const {
 }
 
 uint64_t LookupSlotsFor(uint64_t record_count) {
-  if (record_count == 0) return 0;
+  // Past 2^62 records, 2 * record_count has no power-of-two bound in 64 bits;
+  // such counts are far beyond kMaxRecords and rejected before this matters.
+  if (record_count == 0 || record_count > (1ull << 62)) return 0;
   uint64_t slots = 1;
   while (slots < 2 * record_count) slots <<= 1;
   return slots;

@@ -1352,10 +1352,10 @@ TEST_F(ReaderTest, ReadBatchTooLargeIsRefusedBeforeAllocating) {
   ASSERT_EQ(rec.original_length, kOriginal);
   // Four of them sum to 2^64, which wraps to 0 in uint64_t.
   const uint64_t indices[] = {0, 2, 2, 2, 2};
-  for (size_t count : {size_t{2}, size_t{5}}) {
-    SCOPED_TRACE(count);
+  for (int threads : {1, 4}) {
+    SCOPED_TRACE(threads);
     Batch batch;
-    s = r->ReadBatch(indices, count, &batch, 1);
+    s = r->ReadBatch(indices, 5, &batch, threads);
     EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
     EXPECT_TRUE(Contains(s.message(), "record 2 'cat/c.txt'"));
     EXPECT_EQ(batch.size(), 0u);

@@ -210,7 +210,8 @@ struct UFSPACK_EXPORT ClassEntry {
 // ---------------------------------------------------------------------------
 
 // Number of lookup slots for `record_count` records: the smallest power of
-// two >= 2 * record_count (load factor <= 1/2), or 0 for an empty pack.
+// two >= 2 * record_count (load factor <= 1/2), or 0 for an empty pack (and
+// for counts above 2^62, which no valid pack has).
 UFSPACK_EXPORT uint64_t LookupSlotsFor(uint64_t record_count);
 
 // The first slot probed for a name hash; probing is linear, wrapping.

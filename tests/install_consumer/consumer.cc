@@ -1,0 +1,28 @@
+// Writes a one-record pack with the installed packer library, reads it back
+// with the installed reader, and prints the record.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "ufspack/builder.h"
+#include "ufspack/reader.h"
+
+int main(int argc, char** argv) {
+  if (argc != 2) return 2;
+  std::unique_ptr<ufspack::PackWriter> w;
+  ufspack::PackWriterOptions o;
+  o.flat = true;
+  ufspack::Status s = ufspack::PackWriter::Create(argv[1], o, &w);
+  if (s.ok()) s = w->Add("hello.txt", ufspack::kNoLabel, "hello from an installed ufspack");
+  if (s.ok()) s = w->Finish();
+  std::unique_ptr<ufspack::Reader> r;
+  if (s.ok()) s = ufspack::Reader::Open(argv[1], {}, &r);
+  std::string bytes;
+  if (s.ok()) s = r->Read(0, &bytes);
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s\n", s.ToString().c_str());
+    return 1;
+  }
+  std::printf("%s\n", bytes.c_str());
+  return 0;
+}
