@@ -41,7 +41,8 @@ std::string BenchDir() {
     std::string d = tmpl;
     std::atexit([] {
       std::string cmd = "rm -rf '" + BenchDir() + "'";
-      if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "cleanup failed\n");
+      if (std::system(cmd.c_str()) != 0)
+        std::fprintf(stderr, "cleanup failed\n");
     });
     return d;
   }();
@@ -65,15 +66,16 @@ std::string SyntheticPack(uint64_t count, size_t size) {
   auto key = std::make_pair(count, size);
   auto it = made.find(key);
   if (it != made.end()) return it->second;
-  const std::string dir =
-      BenchDir() + "/pack-" + std::to_string(count) + "x" + std::to_string(size);
+  const std::string dir = BenchDir() + "/pack-" + std::to_string(count) + "x" +
+                          std::to_string(size);
   std::unique_ptr<PackWriter> w;
   Status s = PackWriter::Create(dir, {}, &w);
   std::string payload(size, '\0');
   std::mt19937_64 rng(count * 31 + size);
   for (char& c : payload) c = static_cast<char>(rng());
   // Records sorted by class, as ImageFolder orders them.
-  for (uint32_t c = 0; s.ok() && c < 100; ++c) s = w->AddClass("class" + std::to_string(c));
+  for (uint32_t c = 0; s.ok() && c < 100; ++c)
+    s = w->AddClass("class" + std::to_string(c));
   for (uint32_t c = 0; s.ok() && c < 100; ++c) {
     for (uint64_t i = c; s.ok() && i < count; i += 100) {
       payload[0] = static_cast<char>(i);
@@ -97,7 +99,8 @@ std::vector<uint64_t> RandomOrder(uint64_t n, uint64_t seed) {
 }
 
 void BM_Open(benchmark::State& state) {
-  const std::string dir = SyntheticPack(static_cast<uint64_t>(state.range(0)), 16);
+  const std::string dir =
+      SyntheticPack(static_cast<uint64_t>(state.range(0)), 16);
   for (auto _ : state) {
     std::unique_ptr<Reader> r;
     Status s = Reader::Open(dir, {}, &r);
@@ -106,7 +109,8 @@ void BM_Open(benchmark::State& state) {
   }
   state.counters["records"] = static_cast<double>(state.range(0));
 }
-BENCHMARK(BM_Open)->Arg(1000)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Open)->Arg(1000)->Arg(100000)->Arg(1000000)->Unit(
+    benchmark::kMicrosecond);
 
 // ~160-220 MiB per pack so the working set is well beyond CPU caches.
 uint64_t CountFor(size_t size) { return (200ull << 20) / size; }
@@ -176,7 +180,8 @@ void BM_RawPread(benchmark::State& state) {
   std::string buf(size, '\0');
   size_t k = 0;
   for (auto _ : state) {
-    ssize_t got = ::pread(fd, buf.data(), size, static_cast<off_t>(offsets[order[k]]));
+    ssize_t got =
+        ::pread(fd, buf.data(), size, static_cast<off_t>(offsets[order[k]]));
     if (got != static_cast<ssize_t>(size)) {
       state.SkipWithError("short pread");
       break;
@@ -188,7 +193,8 @@ void BM_RawPread(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(size));
 }
 
-#define READ_ARGS Arg(20 << 10)->Arg(110 << 10)->Threads(1)->Threads(2)->UseRealTime()
+#define READ_ARGS \
+  Arg(20 << 10)->Arg(110 << 10)->Threads(1)->Threads(2)->UseRealTime()
 BENCHMARK(BM_RawPread)->READ_ARGS;
 BENCHMARK(BM_Read)->READ_ARGS;
 BENCHMARK(BM_ReadNoVerify)->READ_ARGS;

@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   ufspack::ReaderOptions options;
-  options.verify_checksums = !(argc > 2 && std::strcmp(argv[2], "--no-verify") == 0);
+  options.verify_checksums =
+      !(argc > 2 && std::strcmp(argv[2], "--no-verify") == 0);
 
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<ufspack::Reader> reader;
@@ -36,7 +37,8 @@ int main(int argc, char** argv) {
     ufspack::Record record;
     s = reader->GetRecord(i, &record);
     if (s.ok()) {
-      if (buffer.size() < record.original_length) buffer.resize(record.original_length);
+      if (buffer.size() < record.original_length)
+        buffer.resize(record.original_length);
       s = reader->Read(record, buffer.data(), buffer.size());
     }
     if (!s.ok()) {
@@ -46,14 +48,16 @@ int main(int argc, char** argv) {
     bytes += record.original_length;
   }
   const auto t2 = std::chrono::steady_clock::now();
-  const double open_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  const double open_ms =
+      std::chrono::duration<double, std::milli>(t1 - t0).count();
   const double read_s = std::chrono::duration<double>(t2 - t1).count();
-  std::printf("C++ reader: %llu records (%llu bytes) in %llu classes; open %.3f ms, "
-              "read all in %.3f s (%.0f records/s), checksums %s\n",
-              static_cast<unsigned long long>(reader->size()),
-              static_cast<unsigned long long>(bytes),
-              static_cast<unsigned long long>(reader->class_count()), open_ms, read_s,
-              read_s > 0 ? reader->size() / read_s : 0.0,
-              options.verify_checksums ? "verified" : "not checked");
+  std::printf(
+      "C++ reader: %llu records (%llu bytes) in %llu classes; open %.3f ms, "
+      "read all in %.3f s (%.0f records/s), checksums %s\n",
+      static_cast<unsigned long long>(reader->size()),
+      static_cast<unsigned long long>(bytes),
+      static_cast<unsigned long long>(reader->class_count()), open_ms, read_s,
+      read_s > 0 ? reader->size() / read_s : 0.0,
+      options.verify_checksums ? "verified" : "not checked");
   return 0;
 }

@@ -73,7 +73,8 @@ std::string Slurp(int fd) {
 
 TempDir::TempDir() {
   const char* base = std::getenv("TMPDIR");
-  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/ufspack-test-XXXXXX";
+  std::string tmpl =
+      std::string(base && *base ? base : "/tmp") + "/ufspack-test-XXXXXX";
   std::vector<char> buf(tmpl.begin(), tmpl.end());
   buf.push_back('\0');
   if (mkdtemp(buf.data()) == nullptr) Die("mkdtemp");
@@ -163,7 +164,8 @@ void FlipByte(const std::string& path, uint64_t offset, uint8_t mask) {
 }
 
 void Truncate(const std::string& path, uint64_t size) {
-  if (truncate(path.c_str(), static_cast<off_t>(size)) != 0) Die("truncate " + path);
+  if (truncate(path.c_str(), static_cast<off_t>(size)) != 0)
+    Die("truncate " + path);
 }
 
 std::string RandomBytes(size_t n, uint64_t seed) {
@@ -195,7 +197,8 @@ std::map<std::string, std::string> ReadTree(const std::string& root) {
 
 CommandResult Run(const std::vector<std::string>& argv) {
   int out_pipe[2], err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) Die("pipe");
+  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
+    Die("pipe");
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
@@ -238,7 +241,8 @@ CommandResult RunCli(const std::vector<std::string>& args) {
 
 std::string SharedPhotosTar() {
   const char* env = std::getenv("UFSPACK_SHARED_DATA");
-  std::string dir = env && *env ? env : std::string(UFSPACK_SOURCE_DIR) + "/../shared/data";
+  std::string dir =
+      env && *env ? env : std::string(UFSPACK_SOURCE_DIR) + "/../shared/data";
   std::string tar = dir + "/cats_and_dogs_filtered.tar";
   return Exists(tar) ? tar : "";
 }

@@ -21,7 +21,9 @@ class TempDir {
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
   const std::string& path() const { return path_; }
-  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
+  std::string operator/(const std::string& rel) const {
+    return path_ + "/" + rel;
+  }
 
  private:
   std::string path_;

@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -24,20 +24,25 @@ namespace {
 
 const char kMainHelp[] =
     "ufspack: pack a directory of small files (an ImageFolder tree) into one\n"
-    "data file and a fixed-width index, and read any file back with one pread.\n"
+    "data file and a fixed-width index, and read any file back with one "
+    "pread.\n"
     "\n"
     "Usage: ufspack <command> [options] [arguments]\n"
     "\n"
     "Commands:\n"
-    "  build <dir> [-o <out>]   pack a directory tree into <out>/data.ufs + index.ufs\n"
-    "  info <pack>              header, counts, classes with sizes, compression ratio\n"
-    "  ls <pack>                list record names (--long: labels, sizes, codecs)\n"
+    "  build <dir> [-o <out>]   pack a directory tree into <out>/data.ufs + "
+    "index.ufs\n"
+    "  info <pack>              header, counts, classes with sizes, "
+    "compression ratio\n"
+    "  ls <pack>                list record names (--long: labels, sizes, "
+    "codecs)\n"
     "  cat <pack> <name|#N>     write one record's original bytes to stdout\n"
     "  extract <pack> <dir>     recreate the original files under <dir>\n"
     "  verify <pack>            check every record's checksum and the index\n"
     "  help [<command>]         show help for a command\n"
     "\n"
-    "A <pack> is the directory holding index.ufs and data.ufs, or the index.ufs\n"
+    "A <pack> is the directory holding index.ufs and data.ufs, or the "
+    "index.ufs\n"
     "file itself.  'ufspack <command> --help' explains each command.\n"
     "\n"
     "Exit status: 0 success, 1 failure, 2 usage error, 3 the pack is corrupt,\n"
@@ -56,27 +61,41 @@ const char kBuildHelp[] =
     ".webp are packed.  Labels, order and names match ImageFolder exactly.\n"
     "\n"
     "Options:\n"
-    "  -o, --output <out>        output directory (default: ./<name of dir>.ufspack)\n"
-    "                            created if missing; an existing pack there is\n"
+    "  -o, --output <out>        output directory (default: ./<name of "
+    "dir>.ufspack)\n"
+    "                            created if missing; an existing pack there "
+    "is\n"
     "                            replaced only when the new one is complete\n"
-    "  -j, --threads <n>         files read concurrently (default 32: on network\n"
+    "  -j, --threads <n>         files read concurrently (default 32: on "
+    "network\n"
     "                            storage every open and read is a round trip)\n"
-    "      --compress <codec>    none (default) or zstd[:level] (level 1-19, default\n"
-    "                            3); a record is stored compressed only when that\n"
-    "                            makes it smaller (JPEGs rarely, PNG/PPM/BMP/text do)\n"
-    "      --extensions <list>   comma-separated suffixes to pack instead of the\n"
-    "                            image defaults, e.g. .jpg,.png (case-insensitive)\n"
+    "      --compress <codec>    none (default) or zstd[:level] (level 1-19, "
+    "default\n"
+    "                            3); a record is stored compressed only when "
+    "that\n"
+    "                            makes it smaller (JPEGs rarely, "
+    "PNG/PPM/BMP/text do)\n"
+    "      --extensions <list>   comma-separated suffixes to pack instead of "
+    "the\n"
+    "                            image defaults, e.g. .jpg,.png "
+    "(case-insensitive)\n"
     "      --all-files           pack every file, whatever its name\n"
-    "      --flat                no classes: pack every (matching) file under <dir>,\n"
+    "      --flat                no classes: pack every (matching) file under "
+    "<dir>,\n"
     "                            named by its path relative to <dir>\n"
     "      --allow-empty         keep class directories with no matching file\n"
-    "                            (ImageFolder refuses them; so does build by default)\n"
-    "      --skip-unreadable     skip (and report) files or directories that cannot\n"
-    "                            be read or change while being read, instead of failing\n"
+    "                            (ImageFolder refuses them; so does build by "
+    "default)\n"
+    "      --skip-unreadable     skip (and report) files or directories that "
+    "cannot\n"
+    "                            be read or change while being read, instead "
+    "of failing\n"
     "  -q, --quiet               no progress and no summary\n"
-    "      --no-progress         no progress display (it is shown only on a terminal)\n"
+    "      --no-progress         no progress display (it is shown only on a "
+    "terminal)\n"
     "\n"
-    "The same input always gives a byte-identical pack.  Interrupting (Ctrl-C) or\n"
+    "The same input always gives a byte-identical pack.  Interrupting (Ctrl-C) "
+    "or\n"
     "any error removes the temporary files and leaves <out> as it was.\n"
     "\n"
     "Examples:\n"
@@ -96,14 +115,20 @@ const char kInfoHelp[] =
 const char kLsHelp[] =
     "Usage: ufspack ls <pack> [--long] [--json | --null]\n"
     "\n"
-    "Lists the records' names (paths relative to the packed directory), one per\n"
-    "line, in pack order (ImageFolder order).  Names are printed as raw bytes.\n"
+    "Lists the records' names (paths relative to the packed directory), one "
+    "per\n"
+    "line, in pack order (ImageFolder order).  Names are printed as raw "
+    "bytes.\n"
     "\n"
     "Options:\n"
-    "  -l, --long    also index, label, class, stored and original size, codec\n"
-    "      --json    a JSON array of objects (name, index, label, class, sizes,\n"
-    "                codec, checksum); non-UTF-8 bytes in names appear as \\udcXX\n"
-    "                escapes, which Python's os.fsencode() turns back into bytes\n"
+    "  -l, --long    also index, label, class, stored and original size, "
+    "codec\n"
+    "      --json    a JSON array of objects (name, index, label, class, "
+    "sizes,\n"
+    "                codec, checksum); non-UTF-8 bytes in names appear as "
+    "\\udcXX\n"
+    "                escapes, which Python's os.fsencode() turns back into "
+    "bytes\n"
     "  -0, --null    end each name with a NUL byte instead of a newline\n";
 
 const char kCatHelp[] =
@@ -121,8 +146,10 @@ const char kCatHelp[] =
 const char kExtractHelp[] =
     "Usage: ufspack extract <pack> <dir> [--force]\n"
     "\n"
-    "Writes every record back to <dir>/<name>, creating directories as needed.\n"
-    "<dir> is created if missing.  Refuses, before writing anything, names that\n"
+    "Writes every record back to <dir>/<name>, creating directories as "
+    "needed.\n"
+    "<dir> is created if missing.  Refuses, before writing anything, names "
+    "that\n"
     "are absolute or contain '..', '.' or empty components.  Never writes\n"
     "through a symbolic link, and never overwrites an existing file unless\n"
     "--force is given.\n"
@@ -136,9 +163,11 @@ const char kExtractHelp[] =
 const char kVerifyHelp[] =
     "Usage: ufspack verify <pack> [--json] [--quiet]\n"
     "\n"
-    "Checks the index (header and body checksums, every record entry, the class\n"
+    "Checks the index (header and body checksums, every record entry, the "
+    "class\n"
     "and lookup tables) and reads every record, checking its XXH3-64 checksum\n"
-    "and, for compressed records, its decompressed size.  Reports every problem\n"
+    "and, for compressed records, its decompressed size.  Reports every "
+    "problem\n"
     "found with record, name and offset.\n"
     "\n"
     "Exit status: 0 when the pack is intact, 3 when it is damaged, 1 when it\n"
@@ -172,8 +201,8 @@ bool ParseOrUsage(const std::string& cmd, const Argv& argv,
     return false;
   }
   if (args->positional().size() > max_pos) {
-    *exit_code = Usage(cmd, "unexpected argument '" +
-                                args->positional()[max_pos] + "'");
+    *exit_code =
+        Usage(cmd, "unexpected argument '" + args->positional()[max_pos] + "'");
     return false;
   }
   return true;
@@ -202,7 +231,8 @@ std::string Fixed(double v, int digits) {
 
 std::string Hex64(uint64_t v) {
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
+  std::snprintf(buf, sizeof(buf), "%016llx",
+                static_cast<unsigned long long>(v));
   return buf;
 }
 
@@ -229,7 +259,8 @@ const char* HelpFor(const std::string& command) {
   return nullptr;
 }
 
-// --- build ---------------------------------------------------------------------
+// --- build
+// ---------------------------------------------------------------------
 
 int CmdBuild(const Argv& argv) {
   Args args;
@@ -252,9 +283,8 @@ int CmdBuild(const Argv& argv) {
   const std::string out = args.Get("output", DefaultOutput(src));
   BuildOptions options;
   uint64_t threads = 32;
-  if (args.Has("threads") &&
-      (!ParseUint(args.Get("threads"), &threads) || threads < 1 ||
-       threads > 1024)) {
+  if (args.Has("threads") && (!ParseUint(args.Get("threads"), &threads) ||
+                              threads < 1 || threads > 1024)) {
     return Usage("build", "--threads takes a number from 1 to 1024");
   }
   options.threads = static_cast<int>(threads);
@@ -264,7 +294,8 @@ int CmdBuild(const Argv& argv) {
     if (compress.size() > 5) {
       uint64_t level = 0;
       if (!ParseUint(compress.substr(5), &level) || level < 1 || level > 19) {
-        return Usage("build", "--compress zstd:<level> takes a level from 1 to 19");
+        return Usage("build",
+                     "--compress zstd:<level> takes a level from 1 to 19");
       }
       options.writer.zstd_level = static_cast<int>(level);
     }
@@ -300,13 +331,16 @@ int CmdBuild(const Argv& argv) {
   progress.Update("scanning " + Printable(src) + " ...", true);
   options.progress = [&](const BuildProgress& p) {
     if (!progress.enabled()) return;
-    double rate = p.seconds > 0 ? static_cast<double>(p.files_done) / p.seconds : 0;
-    double eta = rate > 0 ? static_cast<double>(p.files_total - p.files_done) / rate : -1;
+    double rate =
+        p.seconds > 0 ? static_cast<double>(p.files_done) / p.seconds : 0;
+    double eta = rate > 0
+                     ? static_cast<double>(p.files_total - p.files_done) / rate
+                     : -1;
     progress.Update("packing " + FormatCount(p.files_done) + "/" +
                     FormatCount(p.files_total) + " files  " +
                     FormatBytes(p.bytes_in) + "  " +
-                    FormatCount(static_cast<uint64_t>(rate)) + " files/s  ETA " +
-                    FormatDuration(eta));
+                    FormatCount(static_cast<uint64_t>(rate)) +
+                    " files/s  ETA " + FormatDuration(eta));
   };
 
   BuildSummary summary;
@@ -327,17 +361,19 @@ int CmdBuild(const Argv& argv) {
     return ExitCodeFor(s);
   }
   if (!quiet) {
-    double ratio = summary.bytes_out > 0 ? static_cast<double>(summary.bytes_in) /
-                                               static_cast<double>(summary.bytes_out)
-                                         : 1.0;
+    double ratio = summary.bytes_out > 0
+                       ? static_cast<double>(summary.bytes_in) /
+                             static_cast<double>(summary.bytes_out)
+                       : 1.0;
     std::printf(
         "packed %s files (%s in, %s data + %s index out, ratio %s) in %s "
         "classes, %s skipped, %s s (%s files/s) -> %s\n",
-        FormatCount(summary.files).c_str(), FormatBytes(summary.bytes_in).c_str(),
+        FormatCount(summary.files).c_str(),
+        FormatBytes(summary.bytes_in).c_str(),
         FormatBytes(summary.bytes_out).c_str(),
         FormatBytes(summary.index_bytes).c_str(), Fixed(ratio, 2).c_str(),
-        FormatCount(summary.classes).c_str(), FormatCount(summary.skipped).c_str(),
-        Fixed(summary.seconds, 2).c_str(),
+        FormatCount(summary.classes).c_str(),
+        FormatCount(summary.skipped).c_str(), Fixed(summary.seconds, 2).c_str(),
         FormatCount(summary.seconds > 0
                         ? static_cast<uint64_t>(summary.files / summary.seconds)
                         : summary.files)
@@ -347,12 +383,14 @@ int CmdBuild(const Argv& argv) {
   return kExitOk;
 }
 
-// --- info ------------------------------------------------------------------------
+// --- info
+// ------------------------------------------------------------------------
 
 int CmdInfo(const Argv& argv) {
   Args args;
   int rc;
-  if (!ParseOrUsage("info", argv, {{"json", 0, false}}, 1, 1, &args, &rc)) return rc;
+  if (!ParseOrUsage("info", argv, {{"json", 0, false}}, 1, 1, &args, &rc))
+    return rc;
   std::unique_ptr<Reader> reader;
   if ((rc = OpenPack(args.positional()[0], {}, &reader)) != kExitOk) return rc;
   const PackInfo& info = reader->info();
@@ -390,7 +428,8 @@ int CmdInfo(const Argv& argv) {
     }
   }
   const double ratio =
-      stored > 0 ? static_cast<double>(original) / static_cast<double>(stored) : 1.0;
+      stored > 0 ? static_cast<double>(original) / static_cast<double>(stored)
+                 : 1.0;
 
   if (args.Has("json")) {
     std::string j = "{";
@@ -411,7 +450,8 @@ int CmdInfo(const Argv& argv) {
     j += ",\"class_table\":[";
     for (size_t c = 0; c < classes.size(); ++c) {
       if (c) j += ",";
-      j += "{\"label\":" + std::to_string(c) + ",\"name\":" + JsonString(classes[c].name) +
+      j += "{\"label\":" + std::to_string(c) +
+           ",\"name\":" + JsonString(classes[c].name) +
            ",\"records\":" + std::to_string(classes[c].records) +
            ",\"stored_bytes\":" + std::to_string(classes[c].stored) +
            ",\"original_bytes\":" + std::to_string(classes[c].original) + "}";
@@ -427,7 +467,8 @@ int CmdInfo(const Argv& argv) {
   std::printf("pack id:       %s\n", info.pack_id.ToHex().c_str());
   std::printf("records:       %s\n", FormatCount(info.record_count).c_str());
   std::printf("classes:       %s\n", FormatCount(info.class_count).c_str());
-  std::printf("data.ufs:      %s (%s bytes)\n", FormatBytes(info.data_size).c_str(),
+  std::printf("data.ufs:      %s (%s bytes)\n",
+              FormatBytes(info.data_size).c_str(),
               FormatCount(info.data_size).c_str());
   std::printf("index.ufs:     %s (%s bytes, %s per record)\n",
               FormatBytes(info.index_size).c_str(),
@@ -439,7 +480,8 @@ int CmdInfo(const Argv& argv) {
               FormatBytes(original).c_str(), FormatBytes(stored).c_str(),
               Fixed(ratio, 2).c_str(), FormatCount(compressed).c_str());
   if (!classes.empty()) {
-    std::printf("\n%7s  %10s  %12s  %s\n", "label", "records", "bytes", "class");
+    std::printf("\n%7s  %10s  %12s  %s\n", "label", "records", "bytes",
+                "class");
     for (size_t c = 0; c < classes.size(); ++c) {
       std::printf("%7zu  %10s  %12s  %s\n", c,
                   FormatCount(classes[c].records).c_str(),
@@ -450,14 +492,16 @@ int CmdInfo(const Argv& argv) {
   return kExitOk;
 }
 
-// --- ls ------------------------------------------------------------------------------
+// --- ls
+// ------------------------------------------------------------------------------
 
 int CmdLs(const Argv& argv) {
   Args args;
   int rc;
-  if (!ParseOrUsage("ls", argv,
-                    {{"long", 'l', false}, {"json", 0, false}, {"null", '0', false}},
-                    1, 1, &args, &rc)) {
+  if (!ParseOrUsage(
+          "ls", argv,
+          {{"long", 'l', false}, {"json", 0, false}, {"null", '0', false}}, 1,
+          1, &args, &rc)) {
     return rc;
   }
   if (args.Has("json") && args.Has("null")) {
@@ -490,9 +534,12 @@ int CmdLs(const Argv& argv) {
     const bool has_label = r.label != kNoLabel;
     if (json) {
       if (i) buf += ",";
-      buf += "\n{\"index\":" + std::to_string(i) + ",\"name\":" + JsonString(r.name);
-      buf += ",\"label\":" + (has_label ? std::to_string(r.label) : std::string("null"));
-      buf += ",\"class\":" + (has_label ? JsonString(class_names[r.label]) : std::string("null"));
+      buf += "\n{\"index\":" + std::to_string(i) +
+             ",\"name\":" + JsonString(r.name);
+      buf += ",\"label\":" +
+             (has_label ? std::to_string(r.label) : std::string("null"));
+      buf += ",\"class\":" + (has_label ? JsonString(class_names[r.label])
+                                        : std::string("null"));
       buf += ",\"size\":" + std::to_string(r.original_length);
       buf += ",\"stored_size\":" + std::to_string(r.stored_length);
       buf += ",\"codec\":\"" + std::string(CodecName(r.codec)) + "\"";
@@ -523,25 +570,29 @@ int CmdLs(const Argv& argv) {
   return kExitOk;
 }
 
-// --- cat --------------------------------------------------------------------------------
+// --- cat
+// --------------------------------------------------------------------------------
 
 int CmdCat(const Argv& argv) {
   Args args;
   int rc;
-  if (!ParseOrUsage("cat", argv,
-                    {{"name", 0, true}, {"index", 0, true}, {"no-verify", 0, false}},
-                    1, 2, &args, &rc)) {
+  if (!ParseOrUsage(
+          "cat", argv,
+          {{"name", 0, true}, {"index", 0, true}, {"no-verify", 0, false}}, 1,
+          2, &args, &rc)) {
     return rc;
   }
-  const size_t selectors = (args.positional().size() == 2) + args.Has("name") +
-                           args.Has("index");
+  const size_t selectors =
+      (args.positional().size() == 2) + args.Has("name") + args.Has("index");
   if (selectors != 1) {
-    return Usage("cat", "name exactly one record: <name>, #N, --name or --index");
+    return Usage("cat",
+                 "name exactly one record: <name>, #N, --name or --index");
   }
   ReaderOptions options;
   options.verify_checksums = !args.Has("no-verify");
   std::unique_ptr<Reader> reader;
-  if ((rc = OpenPack(args.positional()[0], options, &reader)) != kExitOk) return rc;
+  if ((rc = OpenPack(args.positional()[0], options, &reader)) != kExitOk)
+    return rc;
   uint64_t index = 0;
   Status s;
   std::string index_text;
@@ -574,7 +625,8 @@ int CmdCat(const Argv& argv) {
   return kExitOk;
 }
 
-// --- extract ------------------------------------------------------------------------
+// --- extract
+// ------------------------------------------------------------------------
 
 namespace {
 
@@ -623,7 +675,8 @@ class DirCache {
       std::string comp = dir.substr(start, slash - start);
       so_far += (so_far.empty() ? "" : "/") + comp;
       if (::mkdirat(cur, comp.c_str(), 0777) != 0 && errno != EEXIST) {
-        Status s = Status::FromErrno(shown_root + "/" + so_far + ": mkdir", errno);
+        Status s =
+            Status::FromErrno(shown_root + "/" + so_far + ": mkdir", errno);
         if (cur != root_fd_) ::close(cur);
         return s;
       }
@@ -660,7 +713,9 @@ int CmdExtract(const Argv& argv) {
   Args args;
   int rc;
   if (!ParseOrUsage("extract", argv,
-                    {{"force", 'f', false}, {"quiet", 'q', false}, {"no-progress", 0, false}},
+                    {{"force", 'f', false},
+                     {"quiet", 'q', false},
+                     {"no-progress", 0, false}},
                     2, 2, &args, &rc)) {
     return rc;
   }
@@ -681,8 +736,8 @@ int CmdExtract(const Argv& argv) {
     }
     std::string why = UnsafeName(r.name);
     if (!why.empty()) {
-      refused.push_back("record " + std::to_string(i) + " '" + Printable(r.name) +
-                        "': " + why);
+      refused.push_back("record " + std::to_string(i) + " '" +
+                        Printable(r.name) + "': " + why);
     }
   }
   if (!refused.empty()) {
@@ -707,7 +762,8 @@ int CmdExtract(const Argv& argv) {
       size_t slash = dest.find('/', start);
       if (slash == std::string::npos) slash = dest.size();
       partial = dest.substr(0, slash);
-      if (!partial.empty() && ::mkdir(partial.c_str(), 0777) != 0 && errno != EEXIST) {
+      if (!partial.empty() && ::mkdir(partial.c_str(), 0777) != 0 &&
+          errno != EEXIST) {
         PrintError(Status::FromErrno(partial + ": mkdir", errno));
         return kExitFailure;
       }
@@ -742,9 +798,10 @@ int CmdExtract(const Argv& argv) {
         std::fprintf(stderr, "ufspack: error: ... and %s more existing files\n",
                      FormatCount(existing_count - existing.size()).c_str());
       }
-      std::fprintf(stderr,
-                   "ufspack: nothing extracted (use --force to replace existing "
-                   "files)\n");
+      std::fprintf(
+          stderr,
+          "ufspack: nothing extracted (use --force to replace existing "
+          "files)\n");
       ::close(root_fd);
       return kExitFailure;
     }
@@ -767,8 +824,10 @@ int CmdExtract(const Argv& argv) {
       if (!s.ok()) break;
       const std::string name(r.name);
       const size_t slash = name.find_last_of('/');
-      const std::string dir = slash == std::string::npos ? "" : name.substr(0, slash);
-      const std::string base = slash == std::string::npos ? name : name.substr(slash + 1);
+      const std::string dir =
+          slash == std::string::npos ? "" : name.substr(0, slash);
+      const std::string base =
+          slash == std::string::npos ? name : name.substr(slash + 1);
       const std::string shown = dest + "/" + name;
       int dfd = -1;
       s = dirs.Get(dir, dest, &dfd);
@@ -776,13 +835,15 @@ int CmdExtract(const Argv& argv) {
       buf.resize(r.original_length);
       s = reader->Read(r, buf.data(), buf.size());
       if (!s.ok()) break;
-      int fd = ::openat(dfd, base.c_str(),
-                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+      int fd =
+          ::openat(dfd, base.c_str(),
+                   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
       if (fd < 0 && errno == EEXIST && force) {
         struct stat st;
         if (::fstatat(dfd, base.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
             S_ISDIR(st.st_mode)) {
-          s = Status::InvalidArgument(shown + ": is a directory; not replacing it");
+          s = Status::InvalidArgument(shown +
+                                      ": is a directory; not replacing it");
           break;
         }
         // Replace the entry itself (a symlink is removed, never followed).
@@ -791,16 +852,18 @@ int CmdExtract(const Argv& argv) {
           break;
         }
         fd = ::openat(dfd, base.c_str(),
-                      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+                      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                      0666);
       }
       if (fd < 0) {
-        s = errno == EEXIST
-                ? Status::InvalidArgument(shown + ": exists (use --force to replace)")
-                : Status::FromErrno(shown, errno);
+        s = errno == EEXIST ? Status::InvalidArgument(
+                                  shown + ": exists (use --force to replace)")
+                            : Status::FromErrno(shown, errno);
         break;
       }
       s = WriteFd(fd, buf);
-      if (::close(fd) != 0 && s.ok()) s = Status::FromErrno(shown + ": close", errno);
+      if (::close(fd) != 0 && s.ok())
+        s = Status::FromErrno(shown + ": close", errno);
       if (!s.ok()) {
         ::unlinkat(dfd, base.c_str(), 0);  // never leave a partial file
         s = s.WithContext(shown);
@@ -808,8 +871,8 @@ int CmdExtract(const Argv& argv) {
       }
       ++files;
       bytes += r.original_length;
-      progress.Update("extracting " + FormatCount(files) + "/" + FormatCount(n) +
-                      " files  " + FormatBytes(bytes));
+      progress.Update("extracting " + FormatCount(files) + "/" +
+                      FormatCount(n) + " files  " + FormatBytes(bytes));
     }
   }
   ::close(root_fd);
@@ -821,20 +884,23 @@ int CmdExtract(const Argv& argv) {
     return ExitCodeFor(s);
   }
   if (!quiet) {
-    std::printf("extracted %s files (%s) into %s in %s s\n", FormatCount(files).c_str(),
-                FormatBytes(bytes).c_str(), Printable(dest).c_str(),
-                Fixed(Since(t0), 2).c_str());
+    std::printf("extracted %s files (%s) into %s in %s s\n",
+                FormatCount(files).c_str(), FormatBytes(bytes).c_str(),
+                Printable(dest).c_str(), Fixed(Since(t0), 2).c_str());
   }
   return kExitOk;
 }
 
-// --- verify --------------------------------------------------------------------------
+// --- verify
+// --------------------------------------------------------------------------
 
 int CmdVerify(const Argv& argv) {
   Args args;
   int rc;
   if (!ParseOrUsage("verify", argv,
-                    {{"json", 0, false}, {"quiet", 'q', false}, {"no-progress", 0, false}},
+                    {{"json", 0, false},
+                     {"quiet", 'q', false},
+                     {"no-progress", 0, false}},
                     1, 1, &args, &rc)) {
     return rc;
   }
@@ -848,7 +914,8 @@ int CmdVerify(const Argv& argv) {
   };
   auto report = [&](bool opened, uint64_t records, uint64_t bytes, int code) {
     if (json) {
-      std::string j = "{\"ok\":" + std::string(code == kExitOk ? "true" : "false");
+      std::string j =
+          "{\"ok\":" + std::string(code == kExitOk ? "true" : "false");
       j += ",\"opened\":" + std::string(opened ? "true" : "false");
       j += ",\"records\":" + std::to_string(records);
       j += ",\"bytes\":" + std::to_string(bytes);
@@ -868,8 +935,10 @@ int CmdVerify(const Argv& argv) {
       } else {
         std::printf("%s: %s problem%s found\n",
                     code == kExitCorrupt ? "CORRUPT" : "FAILED",
-                    FormatCount(problem_count).c_str(), problem_count == 1 ? "" : "s");
-        for (const std::string& p : problems) std::printf("  %s\n", Printable(p).c_str());
+                    FormatCount(problem_count).c_str(),
+                    problem_count == 1 ? "" : "s");
+        for (const std::string& p : problems)
+          std::printf("  %s\n", Printable(p).c_str());
         if (problem_count > problems.size()) {
           std::printf("  ... %s more\n",
                       FormatCount(problem_count - problems.size()).c_str());
@@ -883,7 +952,8 @@ int CmdVerify(const Argv& argv) {
   Status s = Reader::Open(args.positional()[0], {}, &reader);
   if (!s.ok()) {
     problem(s);
-    return report(false, 0, 0, ExitCodeFor(s) == kExitOk ? kExitFailure : ExitCodeFor(s));
+    return report(false, 0, 0,
+                  ExitCodeFor(s) == kExitOk ? kExitFailure : ExitCodeFor(s));
   }
   s = reader->CheckIndex();
   if (!s.ok()) problem(s);
@@ -916,7 +986,8 @@ int CmdVerify(const Argv& argv) {
                     " records  " + FormatBytes(bytes));
   }
   progress.Clear();
-  int code = problem_count == 0 ? kExitOk : (io_failure ? kExitFailure : kExitCorrupt);
+  int code =
+      problem_count == 0 ? kExitOk : (io_failure ? kExitFailure : kExitCorrupt);
   return report(true, n, bytes, code);
 }
 

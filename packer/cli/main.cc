@@ -58,8 +58,7 @@ int main(int argc, char** argv) {
   if (cmd == "cat") return CmdCat(args);
   if (cmd == "extract") return CmdExtract(args);
   if (cmd == "verify") return CmdVerify(args);
-  std::fprintf(stderr,
-               "ufspack: unknown command '%s' (see 'ufspack --help')\n",
+  std::fprintf(stderr, "ufspack: unknown command '%s' (see 'ufspack --help')\n",
                cmd.c_str());
   return kExitUsage;
 }

@@ -103,7 +103,8 @@ bool Args::Parse(const std::vector<std::string>& argv,
     if (spec->takes_value) {
       if (!has_inline) {
         if (i + 1 >= argv.size()) {
-          *error = std::string("option --") + spec->long_name + " needs a value";
+          *error =
+              std::string("option --") + spec->long_name + " needs a value";
           return false;
         }
         value = argv[++i];
@@ -128,7 +129,8 @@ std::string Args::Get(const std::string& name, const std::string& def) const {
 std::vector<std::string> Args::GetAll(const std::string& name) const {
   std::vector<std::string> out;
   auto range = values_.equal_range(name);
-  for (auto it = range.first; it != range.second; ++it) out.push_back(it->second);
+  for (auto it = range.first; it != range.second; ++it)
+    out.push_back(it->second);
   return out;
 }
 

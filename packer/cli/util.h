@@ -22,10 +22,10 @@ namespace cli {
 // Exit codes, documented in docs/cli.md.
 enum ExitCode : int {
   kExitOk = 0,
-  kExitFailure = 1,      // the operation failed (I/O, not found, bad input)
-  kExitUsage = 2,        // bad command line
-  kExitCorrupt = 3,      // the pack is damaged (verify found problems, or a
-                         // read hit corruption)
+  kExitFailure = 1,  // the operation failed (I/O, not found, bad input)
+  kExitUsage = 2,    // bad command line
+  kExitCorrupt = 3,  // the pack is damaged (verify found problems, or a
+                     // read hit corruption)
   kExitInterrupted = 130,
 };
 

@@ -6,20 +6,20 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 #include <zstd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
-
-#include <xxhash.h>
 
 #include "ufspack/coding.h"
 
@@ -41,7 +41,8 @@ struct ZstdCCtxDeleter {
 };
 
 ZSTD_CCtx* ThreadCCtx() {
-  thread_local std::unique_ptr<ZSTD_CCtx, ZstdCCtxDeleter> ctx(ZSTD_createCCtx());
+  thread_local std::unique_ptr<ZSTD_CCtx, ZstdCCtxDeleter> ctx(
+      ZSTD_createCCtx());
   return ctx.get();
 }
 
@@ -90,22 +91,25 @@ Status MakeDirs(const std::string& path) {
   return Status::OK();
 }
 
-// Creates a unique temporary file in dir_fd named prefix + random suffix.
-Status CreateTemp(int dir_fd, const std::string& dir, const char* prefix,
-                  int* fd, std::string* path) {
-  std::string tmpl = dir + "/" + prefix + "XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  int f = ::mkostemp(buf.data(), O_CLOEXEC);
-  if (f < 0) return Status::FromErrno(tmpl + ": cannot create", errno);
-  // mkostemp creates 0600; give the pack the usual 0666 & ~umask.
-  mode_t mask = ::umask(0);
-  ::umask(mask);
-  (void)::fchmod(f, 0666 & ~mask);
-  (void)dir_fd;
-  *fd = f;
-  *path = buf.data();
-  return Status::OK();
+// Creates a new file `dir`/`prefix`XXXXXX (random suffix) with O_EXCL and
+// mode 0666 & ~umask, the permissions any other new file would get.
+Status CreateTemp(const std::string& dir, const char* prefix, int* fd,
+                  std::string* path) {
+  static const char kChars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  std::random_device rd;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string name = dir + "/" + prefix;
+    for (int k = 0; k < 8; ++k) name.push_back(kChars[rd() % 36]);
+    int f = ::open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (f >= 0) {
+      *fd = f;
+      *path = name;
+      return Status::OK();
+    }
+    if (errno != EEXIST)
+      return Status::FromErrno(name + ": cannot create", errno);
+  }
+  return Status::IOError(dir + ": cannot create a temporary file");
 }
 
 // Removes temporary files left in `dir` by builds that died.  Called with
@@ -137,13 +141,15 @@ Status PrepareRecord(std::string bytes, const PackWriterOptions& options,
   out->codec = Codec::kRaw;
   if (options.compress && !bytes.empty()) {
     ZSTD_CCtx* cctx = ThreadCCtx();
-    if (cctx == nullptr) return Status::IOError("out of memory (ZSTD_createCCtx)");
+    if (cctx == nullptr)
+      return Status::IOError("out of memory (ZSTD_createCCtx)");
     std::string z;
     z.resize(ZSTD_compressBound(bytes.size()));
     size_t n = ZSTD_compressCCtx(cctx, z.data(), z.size(), bytes.data(),
                                  bytes.size(), options.zstd_level);
     if (ZSTD_isError(n)) {
-      return Status::InvalidArgument(std::string("zstd: ") + ZSTD_getErrorName(n));
+      return Status::InvalidArgument(std::string("zstd: ") +
+                                     ZSTD_getErrorName(n));
     }
     if (n < bytes.size()) {
       z.resize(n);
@@ -162,10 +168,9 @@ Status PackWriter::Create(const std::string& out_dir_in,
                           const PackWriterOptions& options,
                           std::unique_ptr<PackWriter>* writer) {
   if (options.zstd_level < 1 || options.zstd_level > ZSTD_maxCLevel()) {
-    return Status::InvalidArgument("zstd level " +
-                                   std::to_string(options.zstd_level) +
-                                   " out of range 1.." +
-                                   std::to_string(ZSTD_maxCLevel()));
+    return Status::InvalidArgument(
+        "zstd level " + std::to_string(options.zstd_level) +
+        " out of range 1.." + std::to_string(ZSTD_maxCLevel()));
   }
   std::string out_dir = out_dir_in;
   while (out_dir.size() > 1 && out_dir.back() == '/') out_dir.pop_back();
@@ -184,10 +189,10 @@ Status PackWriter::Create(const std::string& out_dir_in,
   } else {
     RemoveStaleTemps(w->dir_fd_);
   }
-  UFSPACK_RETURN_IF_ERROR(CreateTemp(w->dir_fd_, out_dir, kDataTmpPrefix,
-                                     &w->data_fd_, &w->data_tmp_));
-  UFSPACK_RETURN_IF_ERROR(CreateTemp(w->dir_fd_, out_dir, kIndexTmpPrefix,
-                                     &w->index_fd_, &w->index_tmp_));
+  UFSPACK_RETURN_IF_ERROR(
+      CreateTemp(out_dir, kDataTmpPrefix, &w->data_fd_, &w->data_tmp_));
+  UFSPACK_RETURN_IF_ERROR(
+      CreateTemp(out_dir, kIndexTmpPrefix, &w->index_fd_, &w->index_tmp_));
   // Placeholder header; the pack id is patched in by Finish().
   DataHeader header;
   std::string h;
@@ -270,15 +275,15 @@ Status PackWriter::AddClass(std::string_view name) {
 Status PackWriter::CheckLabel(uint32_t label, std::string_view name) {
   if (options_.flat) {
     if (label != kNoLabel) {
-      return Fail(Status::InvalidArgument(
-          std::string(name) + ": a flat pack takes no labels"));
+      return Fail(Status::InvalidArgument(std::string(name) +
+                                          ": a flat pack takes no labels"));
     }
     return Status::OK();
   }
   if (label >= classes_.size()) {
     return Fail(Status::InvalidArgument(
-        std::string(name) + ": label " + std::to_string(label) +
-        " but only " + std::to_string(classes_.size()) + " classes declared"));
+        std::string(name) + ": label " + std::to_string(label) + " but only " +
+        std::to_string(classes_.size()) + " classes declared"));
   }
   if (!records_.empty() && label < records_.back().label) {
     return Fail(Status::InvalidArgument(
@@ -337,8 +342,17 @@ Status PackWriter::AddFromFd(std::string_view name, uint32_t label, int fd,
                              uint64_t size, const std::string& path) {
   UFSPACK_RETURN_IF_ERROR(status_);
   UFSPACK_RETURN_IF_ERROR(CheckLabel(label, name));
+  if (records_.size() >= kMaxRecords) {
+    return Fail(Status::InvalidArgument("too many records (format limit " +
+                                        std::to_string(kMaxRecords) + ")"));
+  }
+  if (name.size() > UINT32_MAX) {
+    return Fail(Status::InvalidArgument("record name too long"));
+  }
   UFSPACK_RETURN_IF_ERROR(FlushData());
   const uint64_t start = data_offset_;
+  struct stat before;
+  const bool have_before = ::fstat(fd, &before) == 0;
   // On a source error, cut the data file back to where this record began so
   // the pack stays consistent and the build may go on (skip_unreadable).
   auto rewind = [&](Status source_error) -> Status {
@@ -364,14 +378,21 @@ Status PackWriter::AddFromFd(std::string_view name, uint32_t label, int fd,
     done += static_cast<uint64_t>(r);
     if (done > size) break;
     XXH3_64bits_update(state.get(), chunk.data(), static_cast<size_t>(r));
-    Status s = WriteAll(data_fd_, chunk.data(), static_cast<size_t>(r), data_tmp_);
+    Status s =
+        WriteAll(data_fd_, chunk.data(), static_cast<size_t>(r), data_tmp_);
     if (!s.ok()) return Fail(s);
   }
-  if (done != size) {
-    return rewind(Status::IOError(
-        path + ": file changed as we read it (size was " +
-        std::to_string(size) + " bytes, read " +
-        (done > size ? "more" : std::to_string(done)) + ")"));
+  struct stat after;
+  const bool changed =
+      have_before &&
+      (::fstat(fd, &after) != 0 || after.st_size != before.st_size ||
+       after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
+       after.st_mtim.tv_nsec != before.st_mtim.tv_nsec);
+  if (done != size || changed) {
+    return rewind(
+        Status::IOError(path + ": file changed as we read it (size was " +
+                        std::to_string(size) + " bytes, read " +
+                        (done > size ? "more" : std::to_string(done)) + ")"));
   }
   data_offset_ += size;
   return AppendEntry(name, label, Codec::kRaw, size, size,
@@ -451,14 +472,16 @@ Status PackWriter::Finish(PackId* pack_id) {
   dh.EncodeTo(&dbytes);
   s = PwriteAll(data_fd_, dbytes.data(), dbytes.size(), 0, data_tmp_);
   if (!s.ok()) return Fail(s);
-  if (::fsync(data_fd_) != 0) return Fail(Status::FromErrno(data_tmp_ + ": fsync", errno));
+  if (::fsync(data_fd_) != 0)
+    return Fail(Status::FromErrno(data_tmp_ + ": fsync", errno));
 
   std::string header;
   h.EncodeTo(&header);
   s = WriteAll(index_fd_, header.data(), header.size(), index_tmp_);
   if (s.ok()) s = WriteAll(index_fd_, body.data(), body.size(), index_tmp_);
   if (!s.ok()) return Fail(s);
-  if (::fsync(index_fd_) != 0) return Fail(Status::FromErrno(index_tmp_ + ": fsync", errno));
+  if (::fsync(index_fd_) != 0)
+    return Fail(Status::FromErrno(index_tmp_ + ": fsync", errno));
   if (::close(data_fd_) != 0) {
     data_fd_ = -1;
     return Fail(Status::FromErrno(data_tmp_ + ": close", errno));
@@ -475,11 +498,13 @@ Status PackWriter::Finish(PackId* pack_id) {
   const std::string data_final = out_dir_ + "/" + kDataFileName;
   const std::string index_final = out_dir_ + "/" + kIndexFileName;
   if (::rename(data_tmp_.c_str(), data_final.c_str()) != 0) {
-    return Fail(Status::FromErrno("rename " + data_tmp_ + " -> " + data_final, errno));
+    return Fail(
+        Status::FromErrno("rename " + data_tmp_ + " -> " + data_final, errno));
   }
   data_tmp_.clear();
   if (::rename(index_tmp_.c_str(), index_final.c_str()) != 0) {
-    return Fail(Status::FromErrno("rename " + index_tmp_ + " -> " + index_final, errno));
+    return Fail(Status::FromErrno("rename " + index_tmp_ + " -> " + index_final,
+                                  errno));
   }
   index_tmp_.clear();
   if (::fsync(dir_fd_) != 0 && errno != EINVAL) {
@@ -537,8 +562,8 @@ Status ReadSource(const std::string& path, Slot* slot,
   }
   if (!S_ISREG(before.st_mode)) {
     ::close(fd);
-    return Status::InvalidArgument(path + ": is " + FileTypeName(before.st_mode) +
-                                   ", not a regular file");
+    return Status::InvalidArgument(
+        path + ": is " + FileTypeName(before.st_mode) + ", not a regular file");
   }
   const uint64_t size = static_cast<uint64_t>(before.st_size);
   if (size > kStreamThreshold) {
@@ -572,10 +597,9 @@ Status ReadSource(const std::string& path, Slot* slot,
   if (done != size || fst != 0 || after.st_size != before.st_size ||
       after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
       after.st_mtim.tv_nsec != before.st_mtim.tv_nsec) {
-    return Status::IOError(
-        path + ": file changed as we read it (size was " +
-        std::to_string(size) + " bytes, read " +
-        (done > size ? "more" : std::to_string(done)) + ")");
+    return Status::IOError(path + ": file changed as we read it (size was " +
+                           std::to_string(size) + " bytes, read " +
+                           (done > size ? "more" : std::to_string(done)) + ")");
   }
   buf.resize(static_cast<size_t>(size));
   *bytes = std::move(buf);
@@ -608,7 +632,8 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
   std::unique_ptr<PackWriter> writer;
   UFSPACK_RETURN_IF_ERROR(PackWriter::Create(out_dir, options.writer, &writer));
   struct stat out_st;
-  if (::stat(writer->out_dir().c_str(), &out_st) == 0) {
+  const bool out_known = ::stat(writer->out_dir().c_str(), &out_st) == 0;
+  if (out_known) {
     options.scan.exclude_dev = out_st.st_dev;
     options.scan.exclude_ino = out_st.st_ino;
   }
@@ -625,23 +650,34 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
   for (auto& w : scan.warnings) warn(std::move(w));
   if (cancelled()) return Status::Aborted("interrupted");
 
-  // When the output directory is the source root, its own files must not
-  // be packed (only possible in flat mode).
-  auto own_file = [&](const std::string& name) {
-    if (out_st.st_dev != src_st.st_dev || out_st.st_ino != src_st.st_ino) {
-      return false;
+  // When the output directory is the source root, the pack's own files (a
+  // previous data.ufs / index.ufs, this build's temporary files) lie at the
+  // top of the tree (only listed in flat mode): leave them out.
+  if (out_known && out_st.st_dev == src_st.st_dev &&
+      out_st.st_ino == src_st.st_ino) {
+    auto own_file = [](const ScanEntry& e) {
+      const std::string& name = e.name;
+      return name == kDataFileName || name == kIndexFileName ||
+             name.rfind(kDataTmpPrefix, 0) == 0 ||
+             name.rfind(kIndexTmpPrefix, 0) == 0;
+    };
+    auto end =
+        std::remove_if(scan.entries.begin(), scan.entries.end(), own_file);
+    if (end != scan.entries.end()) {
+      warn(src +
+           ": the output directory is the source root; not packing the "
+           "pack's own files");
+      scan.entries.erase(end, scan.entries.end());
     }
-    return name == kDataFileName || name == kIndexFileName ||
-           name.rfind(kDataTmpPrefix, 0) == 0 ||
-           name.rfind(kIndexTmpPrefix, 0) == 0;
-  };
+  }
 
   for (const std::string& c : scan.classes) {
     UFSPACK_RETURN_IF_ERROR(writer->AddClass(c));
   }
 
   const size_t total = scan.entries.size();
-  const size_t window = std::max<size_t>(64, static_cast<size_t>(options.threads) * 4);
+  const size_t window =
+      std::max<size_t>(64, static_cast<size_t>(options.threads) * 4);
   std::vector<Slot> slots(std::min(window, std::max<size_t>(total, 1)));
   const size_t ring = slots.size();
   std::mutex mu;
@@ -677,16 +713,11 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
         --budget_waiters;
         in_flight += bytes;
       };
-      if (own_file(scan.entries[k].name)) {
-        local.status = Status::InvalidArgument(scan.PathOf(k) +
-                                               ": is the pack being written");
-      } else {
-        std::string bytes;
-        local.status = ReadSource(scan.PathOf(k), &local, reserve, &bytes);
-        if (local.status.ok() && local.stream_fd < 0) {
-          local.status =
-              PrepareRecord(std::move(bytes), options.writer, &local.record);
-        }
+      std::string bytes;
+      local.status = ReadSource(scan.PathOf(k), &local, reserve, &bytes);
+      if (local.status.ok() && local.stream_fd < 0) {
+        local.status =
+            PrepareRecord(std::move(bytes), options.writer, &local.record);
       }
       std::lock_guard<std::mutex> lock(mu);
       slots[k % ring] = std::move(local);
@@ -695,9 +726,8 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
     }
   };
 
-  const int n_threads =
-      static_cast<int>(std::min<size_t>(static_cast<size_t>(options.threads),
-                                        std::max<size_t>(total, 1)));
+  const int n_threads = static_cast<int>(std::min<size_t>(
+      static_cast<size_t>(options.threads), std::max<size_t>(total, 1)));
   std::vector<std::thread> pool;
   pool.reserve(static_cast<size_t>(n_threads));
   for (int t = 0; t < n_threads; ++t) pool.emplace_back(worker);

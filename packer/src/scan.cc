@@ -117,7 +117,8 @@ struct Walker {
         // os.walk(followlinks=True): entry.is_dir() follows symlinks; a
         // dangling link is a file.
         struct stat est;
-        is_dir = ::fstatat(::dirfd(dir), n, &est, 0) == 0 && S_ISDIR(est.st_mode);
+        is_dir =
+            ::fstatat(::dirfd(dir), n, &est, 0) == 0 && S_ISDIR(est.st_mode);
       }
       if (is_dir) {
         subdirs.emplace_back(n);
@@ -167,7 +168,7 @@ std::string ExtensionList(const std::vector<std::string>& exts) {
 
 const std::vector<std::string>& DefaultImageExtensions() {
   static const std::vector<std::string> kExtensions = {
-      ".jpg", ".jpeg", ".png", ".ppm", ".bmp",
+      ".jpg", ".jpeg", ".png",  ".ppm", ".bmp",
       ".pgm", ".tif",  ".tiff", ".webp"};
   return kExtensions;
 }
@@ -227,6 +228,9 @@ Status ScanTree(const std::string& root_in, const ScanOptions& options_in,
     return Status::InvalidArgument(root + ": not a directory");
   }
   Walker walker{options, result, {}};
+  // In class mode the root itself is an ancestor of every walk: a symlink
+  // back to it is a loop.  (In flat mode the walk starts at the root.)
+  if (!options.flat) walker.ancestors.emplace_back(st.st_dev, st.st_ino);
   auto accept = [&](const std::string& fname) {
     return options.all_files || HasAllowedExtension(fname, options.extensions);
   };
@@ -261,7 +265,8 @@ Status ScanTree(const std::string& root_in, const ScanOptions& options_in,
 
   // Classes: directories (following symlinks) directly under the root.
   DIR* dir = ::opendir(root.c_str());
-  if (dir == nullptr) return Status::FromErrno(root + ": cannot read directory", errno);
+  if (dir == nullptr)
+    return Status::FromErrno(root + ": cannot read directory", errno);
   std::vector<std::string> classes;
   errno = 0;
   while (struct dirent* ent = ::readdir(dir)) {
@@ -295,8 +300,9 @@ Status ScanTree(const std::string& root_in, const ScanOptions& options_in,
   std::sort(classes.begin(), classes.end(), PyFsLess);
   if (classes.empty()) {
     return Status::InvalidArgument(
-        root + ": no class directories found (an ImageFolder tree is "
-               "root/<class>/<file>; use --flat for a tree without classes)");
+        root +
+        ": no class directories found (an ImageFolder tree is "
+        "root/<class>/<file>; use --flat for a tree without classes)");
   }
   if (classes.size() >= 0xFFFFFFFFu) {
     return Status::InvalidArgument(root + ": too many classes");

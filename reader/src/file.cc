@@ -34,9 +34,8 @@ class PosixRandomAccessFile final : public RandomAccessFile {
       if (r < 0) {
         if (errno == EINTR) continue;
         *bytes_read = done;
-        return Status::FromErrno(name_ + ": read at offset " +
-                                     std::to_string(offset + done),
-                                 errno);
+        return Status::FromErrno(
+            name_ + ": read at offset " + std::to_string(offset + done), errno);
       }
       if (r == 0) break;  // end of file
       done += static_cast<size_t>(r);
@@ -47,7 +46,8 @@ class PosixRandomAccessFile final : public RandomAccessFile {
 
   Status Size(uint64_t* size) const override {
     struct stat st;
-    if (::fstat(fd_, &st) != 0) return Status::FromErrno(name_ + ": fstat", errno);
+    if (::fstat(fd_, &st) != 0)
+      return Status::FromErrno(name_ + ": fstat", errno);
     *size = static_cast<uint64_t>(st.st_size);
     return Status::OK();
   }

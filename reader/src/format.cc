@@ -15,8 +15,10 @@ namespace ufspack {
 namespace {
 
 static_assert(DataHeader::kEncodedLength == 64, "docs/format.md: data header");
-static_assert(IndexHeader::kEncodedLength == 160, "docs/format.md: index header");
-static_assert(RecordEntry::kEncodedLength == 56, "docs/format.md: record entry");
+static_assert(IndexHeader::kEncodedLength == 160,
+              "docs/format.md: index header");
+static_assert(RecordEntry::kEncodedLength == 56,
+              "docs/format.md: record entry");
 static_assert(ClassEntry::kEncodedLength == 32, "docs/format.md: class entry");
 static_assert(sizeof(kDataMagic) == 8 && sizeof(kIndexMagic) == 8, "magic");
 
@@ -36,11 +38,11 @@ std::string Hex(uint64_t v) {
 
 Status CheckVersion(uint32_t version, const char* what) {
   if (version < kMinReadableVersion || version > kMaxReadableVersion) {
-    return Status::NotSupported(
-        std::string("unsupported ") + what + " version " +
-        std::to_string(version) + ", this build reads " +
-        std::to_string(kMinReadableVersion) + ".." +
-        std::to_string(kMaxReadableVersion));
+    return Status::NotSupported(std::string("unsupported ") + what +
+                                " version " + std::to_string(version) +
+                                ", this build reads " +
+                                std::to_string(kMinReadableVersion) + ".." +
+                                std::to_string(kMaxReadableVersion));
   }
   return Status::OK();
 }
@@ -62,9 +64,7 @@ const char* CodecName(Codec codec) {
   return "unknown";
 }
 
-uint64_t Checksum64(const void* data, size_t n) {
-  return XXH3_64bits(data, n);
-}
+uint64_t Checksum64(const void* data, size_t n) { return XXH3_64bits(data, n); }
 
 PackId PackId::Of(const void* data, size_t n) {
   XXH128_hash_t h = XXH3_128bits(data, n);
@@ -125,9 +125,10 @@ Status DataHeader::DecodeFrom(std::string_view* input) {
   UFSPACK_RETURN_IF_ERROR(CheckVersion(version, "data file"));
   uint32_t header_size = DecodeFixed32(p + 12);
   if (header_size != kEncodedLength) {
-    return Status::Corruption("data header: header size at offset 12: expected " +
-                              std::to_string(kEncodedLength) + ", found " +
-                              std::to_string(header_size));
+    return Status::Corruption(
+        "data header: header size at offset 12: expected " +
+        std::to_string(kEncodedLength) + ", found " +
+        std::to_string(header_size));
   }
   std::memcpy(pack_id.bytes.data(), p + 16, 16);
   if (!AllZero(p + 32, 32)) {
@@ -198,32 +199,36 @@ Status IndexHeader::DecodeFrom(std::string_view* input) {
   }
   uint32_t header_size = DecodeFixed32(p + 12);
   if (header_size != kEncodedLength) {
-    return Status::Corruption("index header: header size at offset 12: expected " +
-                              std::to_string(kEncodedLength) + ", found " +
-                              std::to_string(header_size));
+    return Status::Corruption(
+        "index header: header size at offset 12: expected " +
+        std::to_string(kEncodedLength) + ", found " +
+        std::to_string(header_size));
   }
   required_flags = DecodeFixed32(p + 16);
   if ((required_flags & ~kKnownRequiredFlags) != 0) {
-    return Status::NotSupported("index requires features this build lacks "
-                                "(required flags " +
-                                Hex(required_flags & ~kKnownRequiredFlags) +
-                                ")");
+    return Status::NotSupported(
+        "index requires features this build lacks "
+        "(required flags " +
+        Hex(required_flags & ~kKnownRequiredFlags) + ")");
   }
   optional_flags = DecodeFixed32(p + 20);
   uint8_t ck = static_cast<uint8_t>(p[24]);
   if (ck != static_cast<uint8_t>(ChecksumType::kXXH3_64)) {
     return Status::NotSupported("index: unsupported checksum type " +
-                                std::to_string(ck) + ", this build reads 1 (XXH3-64)");
+                                std::to_string(ck) +
+                                ", this build reads 1 (XXH3-64)");
   }
   checksum_type = static_cast<ChecksumType>(ck);
   if (!AllZero(p + 25, 3)) {
-    return Status::Corruption("index header: reserved bytes 25..27 are not zero");
+    return Status::Corruption(
+        "index header: reserved bytes 25..27 are not zero");
   }
   record_size = DecodeFixed32(p + 28);
   if (record_size != RecordEntry::kEncodedLength) {
-    return Status::Corruption("index header: record size at offset 28: expected " +
-                              std::to_string(RecordEntry::kEncodedLength) +
-                              ", found " + std::to_string(record_size));
+    return Status::Corruption(
+        "index header: record size at offset 28: expected " +
+        std::to_string(RecordEntry::kEncodedLength) + ", found " +
+        std::to_string(record_size));
   }
   std::memcpy(pack_id.bytes.data(), p + 32, 16);
   record_count = DecodeFixed64(p + 48);
@@ -242,16 +247,14 @@ Status IndexHeader::DecodeFrom(std::string_view* input) {
 
 Status IndexHeader::ValidateLayout() const {
   if (record_count > kMaxRecords) {
-    return Status::Corruption("index header: record count " +
-                              std::to_string(record_count) +
-                              " exceeds the format limit " +
-                              std::to_string(kMaxRecords));
+    return Status::Corruption(
+        "index header: record count " + std::to_string(record_count) +
+        " exceeds the format limit " + std::to_string(kMaxRecords));
   }
   if (class_count >= kNoLabel) {
-    return Status::Corruption("index header: class count " +
-                              std::to_string(class_count) +
-                              " exceeds the format limit " +
-                              std::to_string(kNoLabel - 1));
+    return Status::Corruption(
+        "index header: class count " + std::to_string(class_count) +
+        " exceeds the format limit " + std::to_string(kNoLabel - 1));
   }
   if (flat() && class_count != 0) {
     return Status::Corruption("index header: flat pack with " +
@@ -300,10 +303,9 @@ Status IndexHeader::ValidateLayout() const {
   // section is compared with the previous non-empty one (not merely its
   // neighbour, which may be an empty section between the two).  The ends
   // cannot overflow: each was checked against index_size above.
-  std::stable_sort(std::begin(named), std::end(named),
-                   [](const Named& a, const Named& b) {
-                     return a.s->offset < b.s->offset;
-                   });
+  std::stable_sort(
+      std::begin(named), std::end(named),
+      [](const Named& a, const Named& b) { return a.s->offset < b.s->offset; });
   const Named* prev = nullptr;
   for (const Named& n : named) {
     if (n.s->size == 0) continue;
@@ -360,10 +362,9 @@ Status RecordEntry::DecodeFrom(std::string_view* input) {
     return Status::Corruption("reserved bytes 53..55 are not zero");
   }
   if (codec == Codec::kRaw && stored_length != original_length) {
-    return Status::Corruption("raw record with stored length " +
-                              std::to_string(stored_length) +
-                              " != original length " +
-                              std::to_string(original_length));
+    return Status::Corruption(
+        "raw record with stored length " + std::to_string(stored_length) +
+        " != original length " + std::to_string(original_length));
   }
   input->remove_prefix(kEncodedLength);
   return Status::OK();

@@ -64,7 +64,8 @@ struct ZstdDCtxDeleter {
 // Per-thread decompression state: no locks on the read path, and nothing
 // shared that a fork() could leave locked.
 ZSTD_DCtx* ThreadDCtx() {
-  thread_local std::unique_ptr<ZSTD_DCtx, ZstdDCtxDeleter> ctx(ZSTD_createDCtx());
+  thread_local std::unique_ptr<ZSTD_DCtx, ZstdDCtxDeleter> ctx(
+      ZSTD_createDCtx());
   return ctx.get();
 }
 
@@ -160,24 +161,23 @@ Status Reader::Init() {
   std::string_view din(dh, got);
   UFSPACK_RETURN_IF_ERROR(data_header.DecodeFrom(&din).WithContext(dname));
   if (data_header.pack_id != header_.pack_id) {
-    return Status::Corruption(
-        iname + " and " + dname + " are not one pack: index pack id " +
-        header_.pack_id.ToHex() + ", data pack id " +
-        data_header.pack_id.ToHex());
+    return Status::Corruption(iname + " and " + dname +
+                              " are not one pack: index pack id " +
+                              header_.pack_id.ToHex() + ", data pack id " +
+                              data_header.pack_id.ToHex());
   }
   if (data_header.version != header_.version) {
-    return Status::Corruption(iname + " is version " +
-                              std::to_string(header_.version) + " but " +
-                              dname + " is version " +
-                              std::to_string(data_header.version));
+    return Status::Corruption(
+        iname + " is version " + std::to_string(header_.version) + " but " +
+        dname + " is version " + std::to_string(data_header.version));
   }
   uint64_t data_size = 0;
   UFSPACK_RETURN_IF_ERROR(data_->Size(&data_size));
   if (data_size != header_.data_size) {
-    return Status::Corruption(
-        dname + ": size: expected " + std::to_string(header_.data_size) +
-        " bytes (recorded in " + iname + "), found " +
-        std::to_string(data_size));
+    return Status::Corruption(dname + ": size: expected " +
+                              std::to_string(header_.data_size) +
+                              " bytes (recorded in " + iname + "), found " +
+                              std::to_string(data_size));
   }
 
   if (options_.verify_index_checksum) {
@@ -185,9 +185,9 @@ Status Reader::Init() {
         Checksum64(bytes.data() + IndexHeader::kEncodedLength,
                    bytes.size() - IndexHeader::kEncodedLength);
     if (actual != header_.body_checksum) {
-      return Status::Corruption(iname + ": index body checksum mismatch: expected " +
-                                Hex64(header_.body_checksum) + ", found " +
-                                Hex64(actual));
+      return Status::Corruption(
+          iname + ": index body checksum mismatch: expected " +
+          Hex64(header_.body_checksum) + ", found " + Hex64(actual));
     }
   }
 
@@ -227,8 +227,8 @@ Status Reader::GetRecord(uint64_t i, Record* record) const {
                               std::to_string(i) + " out of range (pack has " +
                               std::to_string(info_.record_count) + " records)");
   }
-  std::string_view in =
-      records_.substr(i * RecordEntry::kEncodedLength, RecordEntry::kEncodedLength);
+  std::string_view in = records_.substr(i * RecordEntry::kEncodedLength,
+                                        RecordEntry::kEncodedLength);
   RecordEntry e;
   Status s = e.DecodeFrom(&in);
   if (!s.ok()) return Corrupt(i, {}, s.message());
@@ -255,9 +255,9 @@ Status Reader::GetRecord(uint64_t i, Record* record) const {
   }
   if (info_.class_count == 0) {
     if (e.label != kNoLabel) {
-      return Corrupt(i, name,
-                     "label " + std::to_string(e.label) +
-                         " but the pack has no classes");
+      return Corrupt(
+          i, name,
+          "label " + std::to_string(e.label) + " but the pack has no classes");
     }
   } else if (e.label >= info_.class_count) {
     return Corrupt(i, name,
@@ -265,8 +265,8 @@ Status Reader::GetRecord(uint64_t i, Record* record) const {
                        std::to_string(info_.class_count));
   }
   if (e.codec == Codec::kZstd) {
-    if (e.stored_length == 0 || e.original_length / kMaxZstdExpansion >
-                                    e.stored_length) {
+    if (e.stored_length == 0 ||
+        e.original_length / kMaxZstdExpansion > e.stored_length) {
       return Corrupt(i, name,
                      "zstd record of " + std::to_string(e.stored_length) +
                          " bytes cannot expand to " +
@@ -290,27 +290,26 @@ Status Reader::GetClass(uint64_t c, ClassInfo* out) const {
                               std::to_string(c) + " out of range (pack has " +
                               std::to_string(info_.class_count) + " classes)");
   }
-  std::string_view in =
-      classes_.substr(c * ClassEntry::kEncodedLength, ClassEntry::kEncodedLength);
+  std::string_view in = classes_.substr(c * ClassEntry::kEncodedLength,
+                                        ClassEntry::kEncodedLength);
   ClassEntry e;
   Status s = e.DecodeFrom(&in);
   std::string where = info_.index_path + ": class " + std::to_string(c);
-  if (!s.ok()) return Status::Corruption(where + ": " + std::string(s.message()));
+  if (!s.ok())
+    return Status::Corruption(where + ": " + std::string(s.message()));
   if (e.name_offset > names_.size() ||
       e.name_length > names_.size() - e.name_offset) {
-    return Status::Corruption(where + ": name at pool offset " +
-                              std::to_string(e.name_offset) + " + " +
-                              std::to_string(e.name_length) +
-                              " exceeds the name pool (" +
-                              std::to_string(names_.size()) + " bytes)");
+    return Status::Corruption(
+        where + ": name at pool offset " + std::to_string(e.name_offset) +
+        " + " + std::to_string(e.name_length) + " exceeds the name pool (" +
+        std::to_string(names_.size()) + " bytes)");
   }
   if (e.first_record > info_.record_count ||
       e.record_count > info_.record_count - e.first_record) {
-    return Status::Corruption(where + ": records " +
-                              std::to_string(e.first_record) + " + " +
-                              std::to_string(e.record_count) +
-                              " exceed the record count " +
-                              std::to_string(info_.record_count));
+    return Status::Corruption(
+        where + ": records " + std::to_string(e.first_record) + " + " +
+        std::to_string(e.record_count) + " exceed the record count " +
+        std::to_string(info_.record_count));
   }
   out->name = names_.substr(e.name_offset, e.name_length);
   out->first_record = e.first_record;
@@ -417,13 +416,14 @@ Status CheckFrameSize(const std::string& data_name, const Record& r,
 Status Decompress(const std::string& data_name, const Record& r,
                   const char* frame, char* dst) {
   ZSTD_DCtx* dctx = ThreadDCtx();
-  if (dctx == nullptr) return Status::IOError("out of memory (ZSTD_createDCtx)");
+  if (dctx == nullptr)
+    return Status::IOError("out of memory (ZSTD_createDCtx)");
   // Bound the output by the record's length, not the buffer's capacity:
   // zstd may use spare room at the end of its output buffer as workspace,
   // and the caller's bytes past original_length must stay untouched.
-  size_t n = ZSTD_decompressDCtx(dctx, dst,
-                                 static_cast<size_t>(r.original_length), frame,
-                                 r.stored_length);
+  size_t n =
+      ZSTD_decompressDCtx(dctx, dst, static_cast<size_t>(r.original_length),
+                          frame, r.stored_length);
   if (ZSTD_isError(n)) {
     return BadFrame(data_name, r, std::string("zstd: ") + ZSTD_getErrorName(n));
   }
@@ -503,9 +503,8 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, Batch* out,
       return Status::InvalidArgument(
           "batch of " + std::to_string(count) + " records exceeds " +
           std::to_string(limit) + " bytes at record " +
-          std::to_string(records[k].index) + " '" +
-          Printable(records[k].name) + "' (" +
-          std::to_string(records[k].original_length) + " bytes)");
+          std::to_string(records[k].index) + " '" + Printable(records[k].name) +
+          "' (" + std::to_string(records[k].original_length) + " bytes)");
     }
     total += records[k].original_length;
   }
@@ -529,7 +528,8 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, Batch* out,
     return Status::OK();
   }
 
-  const size_t n_threads = std::min<size_t>(static_cast<size_t>(threads), count);
+  const size_t n_threads =
+      std::min<size_t>(static_cast<size_t>(threads), count);
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex mu;
@@ -563,12 +563,13 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, Batch* out,
 Status Reader::CheckIndex() const {
   const std::string& iname = info_.index_path;
   std::string_view bytes = index_->bytes();
-  const uint64_t actual = Checksum64(bytes.data() + IndexHeader::kEncodedLength,
-                                     bytes.size() - IndexHeader::kEncodedLength);
+  const uint64_t actual =
+      Checksum64(bytes.data() + IndexHeader::kEncodedLength,
+                 bytes.size() - IndexHeader::kEncodedLength);
   if (actual != header_.body_checksum) {
-    return Status::Corruption(iname + ": index body checksum mismatch: expected " +
-                              Hex64(header_.body_checksum) + ", found " +
-                              Hex64(actual));
+    return Status::Corruption(
+        iname + ": index body checksum mismatch: expected " +
+        Hex64(header_.body_checksum) + ", found " + Hex64(actual));
   }
   for (uint64_t i = 0; i < info_.record_count; ++i) {
     Record r;
@@ -581,8 +582,8 @@ Status Reader::CheckIndex() const {
     if (ci.first_record != covered) {
       return Status::Corruption(iname + ": class " + std::to_string(c) +
                                 " starts at record " +
-                                std::to_string(ci.first_record) + ", expected " +
-                                std::to_string(covered));
+                                std::to_string(ci.first_record) +
+                                ", expected " + std::to_string(covered));
     }
     for (uint64_t i = ci.first_record; i < ci.first_record + ci.record_count;
          ++i) {
@@ -618,11 +619,11 @@ Status Reader::CheckIndex() const {
     uint64_t found = 0;
     Status s = Find(r.name, &found);
     if (!s.ok() || found != i) {
-      return Corrupt(i, r.name,
-                     s.ok() ? "lookup finds record " + std::to_string(found) +
-                                  " for this name (duplicate name?)"
-                            : "lookup cannot find this name: " +
-                                  std::string(s.message()));
+      return Corrupt(
+          i, r.name,
+          s.ok() ? "lookup finds record " + std::to_string(found) +
+                       " for this name (duplicate name?)"
+                 : "lookup cannot find this name: " + std::string(s.message()));
     }
   }
   return Status::OK();

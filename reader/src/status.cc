@@ -47,7 +47,7 @@ Status Status::FromErrno(std::string_view context, int errnum) {
   msg += ": ";
   msg += std::strerror(errnum);
   Code code = (errnum == ENOENT || errnum == ENOTDIR) ? Code::kNotFound
-                                                       : Code::kIOError;
+                                                      : Code::kIOError;
   return Status(code, msg, errnum);
 }
 

@@ -33,8 +33,10 @@ void MakeTree(const std::string& root) {
   test::WriteFile(root + "/cats/c1.jpg", test::RandomBytes(5000, 1));
   test::WriteFile(root + "/cats/c2.JPG", test::RandomBytes(7000, 2));
   test::WriteFile(root + "/cats/empty.png", "");
-  test::WriteFile(root + "/cats/sub/deeper/c3.png", test::CompressibleBytes(20000, 3));
-  test::WriteFile(root + "/cats/sub-x/c4.bmp", test::CompressibleBytes(9000, 4));
+  test::WriteFile(root + "/cats/sub/deeper/c3.png",
+                  test::CompressibleBytes(20000, 3));
+  test::WriteFile(root + "/cats/sub-x/c4.bmp",
+                  test::CompressibleBytes(9000, 4));
   test::WriteFile(root + "/cats/notes.txt", "skipped by ImageFolder");
   test::WriteFile(root + "/dogs/d\xff.jpg", test::RandomBytes(3000, 5));
   test::WriteFile(root + "/dogs/d2.webp", test::RandomBytes(100, 6));
@@ -42,11 +44,15 @@ void MakeTree(const std::string& root) {
   test::Symlink("../elsewhere", root + "/dogs/linked");
 }
 
-const std::vector<std::string> kTreeNames = {
-    "cats/c1.jpg",          "cats/c2.JPG", "cats/empty.png",
-    "cats/sub-x/c4.bmp",    "cats/sub/deeper/c3.png",
-    "dogs/d2.webp",         "dogs/d\xff.jpg", "dogs/linked/e1.ppm",
-    "elsewhere/e1.ppm"};
+const std::vector<std::string> kTreeNames = {"cats/c1.jpg",
+                                             "cats/c2.JPG",
+                                             "cats/empty.png",
+                                             "cats/sub-x/c4.bmp",
+                                             "cats/sub/deeper/c3.png",
+                                             "dogs/d2.webp",
+                                             "dogs/d\xff.jpg",
+                                             "dogs/linked/e1.ppm",
+                                             "elsewhere/e1.ppm"};
 
 class CliTest : public ::testing::Test {
  protected:
@@ -133,7 +139,8 @@ TEST_F(CliTest, InfoTextAndJson) {
   EXPECT_TRUE(Contains(j.out, "\"classes\":3")) << j.out;
   // The two compressible files are stored as zstd; random bytes stay raw.
   EXPECT_TRUE(Contains(j.out, "\"compressed_records\":2")) << j.out;
-  EXPECT_TRUE(Contains(j.out, "{\"label\":0,\"name\":\"cats\",\"records\":5")) << j.out;
+  EXPECT_TRUE(Contains(j.out, "{\"label\":0,\"name\":\"cats\",\"records\":5"))
+      << j.out;
 }
 
 TEST_F(CliTest, CatByNameAndIndexGivesOriginalBytes) {
@@ -183,8 +190,8 @@ TEST_F(CliTest, VerifyReportsCorruptRecordPrecisely) {
   CommandResult r = RunCli({"verify", pack_});
   EXPECT_EQ(r.exit_code, 3) << r.out;
   EXPECT_TRUE(Contains(r.out, "CORRUPT: 1 problem found")) << r.out;
-  EXPECT_TRUE(Contains(r.out, "record 1 'cats/c2.JPG' at offset " +
-                                  std::to_string(rec.offset)))
+  EXPECT_TRUE(Contains(
+      r.out, "record 1 'cats/c2.JPG' at offset " + std::to_string(rec.offset)))
       << r.out;
   EXPECT_TRUE(Contains(r.out, "checksum mismatch")) << r.out;
   CommandResult j = RunCli({"verify", "--json", pack_});
@@ -199,7 +206,8 @@ TEST_F(CliTest, VerifyReportsCorruptRecordPrecisely) {
 
 TEST_F(CliTest, VerifyTruncatedIndexIsCorrupt) {
   ASSERT_EQ(Build().exit_code, 0);
-  test::Truncate(pack_ + "/index.ufs", test::FileSize(pack_ + "/index.ufs") - 5);
+  test::Truncate(pack_ + "/index.ufs",
+                 test::FileSize(pack_ + "/index.ufs") - 5);
   CommandResult r = RunCli({"verify", pack_});
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_TRUE(Contains(r.out, "truncated")) << r.out;
@@ -214,9 +222,14 @@ TEST_F(CliTest, VerifyMissingPackFails) {
 TEST_F(CliTest, BuildIsDeterministic) {
   ASSERT_EQ(Build({"--compress", "zstd"}).exit_code, 0);
   const std::string other = tmp_ / "pack2";
-  ASSERT_EQ(RunCli({"build", src_, "-o", other, "--compress", "zstd", "-j", "1"}).exit_code, 0);
-  EXPECT_EQ(test::ReadFile(pack_ + "/data.ufs"), test::ReadFile(other + "/data.ufs"));
-  EXPECT_EQ(test::ReadFile(pack_ + "/index.ufs"), test::ReadFile(other + "/index.ufs"));
+  ASSERT_EQ(
+      RunCli({"build", src_, "-o", other, "--compress", "zstd", "-j", "1"})
+          .exit_code,
+      0);
+  EXPECT_EQ(test::ReadFile(pack_ + "/data.ufs"),
+            test::ReadFile(other + "/data.ufs"));
+  EXPECT_EQ(test::ReadFile(pack_ + "/index.ufs"),
+            test::ReadFile(other + "/index.ufs"));
 }
 
 TEST_F(CliTest, BuildMissingSourceNamesIt) {
@@ -299,7 +312,8 @@ TEST_F(CliTest, ExtractNeverOverwritesSilently) {
   EXPECT_FALSE(test::Exists(out + "/dogs"));
   CommandResult f = RunCli({"extract", "--force", pack_, out});
   EXPECT_EQ(f.exit_code, 0) << f.err;
-  EXPECT_EQ(test::ReadFile(out + "/cats/c1.jpg"), test::ReadFile(src_ + "/cats/c1.jpg"));
+  EXPECT_EQ(test::ReadFile(out + "/cats/c1.jpg"),
+            test::ReadFile(src_ + "/cats/c1.jpg"));
 }
 
 TEST_F(CliTest, ExtractNeverWritesThroughSymlinks) {
@@ -330,8 +344,9 @@ TEST_F(CliTest, ExtractNeverWritesThroughSymlinks) {
 
 // A pack whose names try to escape the destination.
 TEST(CliExtract, RefusesTraversalAndAbsoluteNames) {
-  for (const std::string bad : {"../evil.jpg", "/tmp/abs.jpg", "a/../../evil.jpg",
-                                "a/./b.jpg", "a//b.jpg", "", "a/"}) {
+  for (const std::string bad :
+       {"../evil.jpg", "/tmp/abs.jpg", "a/../../evil.jpg", "a/./b.jpg",
+        "a//b.jpg", "", "a/"}) {
     TempDir tmp;
     const std::string pack = tmp / "pack";
     {
@@ -356,7 +371,8 @@ TEST(CliExtract, RefusesTraversalAndAbsoluteNames) {
 
 TEST(CliRealPhotos, BuildVerifyExtractRoundTrip) {
   const std::string tar = test::SharedPhotosTar();
-  if (tar.empty()) GTEST_SKIP() << "../shared/data/cats_and_dogs_filtered.tar absent";
+  if (tar.empty())
+    GTEST_SKIP() << "../shared/data/cats_and_dogs_filtered.tar absent";
   TempDir tmp;
   ASSERT_EQ(test::Run({"/bin/tar", "-xf", tar, "-C", tmp.path()}).exit_code, 0);
   const std::string src = tmp / "cats_and_dogs_filtered";

@@ -13,7 +13,9 @@ int main(int argc, char** argv) {
   ufspack::PackWriterOptions o;
   o.flat = true;
   ufspack::Status s = ufspack::PackWriter::Create(argv[1], o, &w);
-  if (s.ok()) s = w->Add("hello.txt", ufspack::kNoLabel, "hello from an installed ufspack");
+  if (s.ok())
+    s = w->Add("hello.txt", ufspack::kNoLabel,
+               "hello from an installed ufspack");
   if (s.ok()) s = w->Finish();
   std::unique_ptr<ufspack::Reader> r;
   if (s.ok()) s = ufspack::Reader::Open(argv[1], {}, &r);

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <map>
 #include <memory>
@@ -79,6 +80,7 @@ void MakeSparseFile(const std::string& path, uint64_t size) {
       {(64u << 20) - 1, "threshold"},
       {size - 4, "tail"}};
   for (const auto& m : marks) {
+    if (m.first + m.second.size() > size - 4 && m.second != "tail") continue;
     ASSERT_EQ(pwrite(fd, m.second.data(), m.second.size(),
                      static_cast<off_t>(m.first)),
               static_cast<ssize_t>(m.second.size()));
@@ -456,6 +458,7 @@ TEST(PackWriterTest, AbandonKeepsThePreviousPack) {
   const std::string data = ReadFile(t / "out/data.ufs");
   const std::string index = ReadFile(t / "out/index.ufs");
 
+  w.reset();  // a finished writer keeps the directory locked until destroyed
   ASSERT_TRUE(PackWriter::Create(t / "out", o, &w).ok());
   ASSERT_TRUE(w->Add("new", kNoLabel, "new bytes").ok());
   EXPECT_EQ(TempFiles(t / "out").size(), 2u);
@@ -899,8 +902,41 @@ TEST(RoundTripTest, EdgeCaseNames) {
   EXPECT_EQ(summary.classes, 0u);
 }
 
+// A scratch directory like TempDir, but on /dev/shm unless TMPDIR says
+// otherwise: a 100,000-file tree takes about a second to make there and can
+// take minutes on a busy disk.
+class FastTempDir {
+ public:
+  FastTempDir() {
+    const char* env = std::getenv("TMPDIR");
+    std::string base = env != nullptr && *env != 0 ? env : "/tmp";
+    struct stat st;
+    if ((env == nullptr || *env == 0) && stat("/dev/shm", &st) == 0 &&
+        S_ISDIR(st.st_mode) && access("/dev/shm", W_OK) == 0) {
+      base = "/dev/shm";
+    }
+    std::string tmpl = base + "/ufspack-test-XXXXXX";
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    if (mkdtemp(buf.data()) != nullptr) path_ = buf.data();
+  }
+  ~FastTempDir() {
+    if (!path_.empty()) test::RemoveAll(path_);
+  }
+  FastTempDir(const FastTempDir&) = delete;
+  FastTempDir& operator=(const FastTempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& rel) const {
+    return path_ + "/" + rel;
+  }
+
+ private:
+  std::string path_;
+};
+
 TEST(RoundTripTest, HundredThousandSmallFiles) {
-  TempDir t;
+  FastTempDir t;
+  ASSERT_FALSE(t.path().empty()) << "mkdtemp failed";
   const std::string src = t / "src";
   constexpr int kClasses = 100;
   constexpr int kPerClass = 1000;
@@ -994,6 +1030,46 @@ TEST(RoundTripTest, FileLargerThan64MiBIsStreamed) {
     }
   }
   EXPECT_EQ(summary.bytes_in, size + 10000 + 7777);
+}
+
+TEST(RoundTripTest, FilesOverTheInFlightBudget) {
+  // Five 60 MiB files (read whole, below the streaming threshold) exceed
+  // the 256 MiB of source bytes the readers may hold: readers must wait for
+  // the writer without deadlocking, and the order must hold.
+  TempDir t;
+  const std::string src = t / "src";
+  test::MakeDirs(src + "/c");
+  constexpr uint64_t kSize = 60ull << 20;
+  for (int i = 0; i < 5; ++i) {
+    const std::string path = src + "/c/" + std::to_string(i) + ".jpg";
+    ASSERT_NO_FATAL_FAILURE(MakeSparseFile(path, kSize + i));
+    WriteFile(src + "/c/" + std::to_string(i) + "s.jpg", std::to_string(i));
+  }
+  BuildSummary summary;
+  Status s = BuildPack(src, t / "out", Options(32), &summary);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::unique_ptr<Reader> reader;
+  ASSERT_TRUE(Reader::Open(t / "out", ReaderOptions(), &reader).ok());
+  ASSERT_EQ(reader->size(), 10u);
+  for (uint64_t i = 0; i < reader->size(); ++i) {
+    Record r;
+    ASSERT_TRUE(reader->GetRecord(i, &r).ok());
+    const std::string name(r.name);
+    const int n = static_cast<int>(i / 2);
+    if (i % 2 == 0) {
+      EXPECT_EQ(name, "c/" + std::to_string(n) + ".jpg");
+      EXPECT_EQ(r.original_length, kSize + n);
+      std::string bytes;
+      ASSERT_TRUE(reader->Read(i, &bytes).ok());
+      EXPECT_EQ(bytes.substr(0, 4), "head") << name;
+      EXPECT_EQ(bytes.substr(bytes.size() - 4), "tail") << name;
+    } else {
+      EXPECT_EQ(name, "c/" + std::to_string(n) + "s.jpg");
+      std::string bytes;
+      ASSERT_TRUE(reader->Read(i, &bytes).ok());
+      EXPECT_EQ(bytes, std::to_string(n));
+    }
+  }
 }
 
 TEST(RoundTripTest, RealPhotos) {

@@ -578,7 +578,9 @@ TEST(ScanTreeTest, ByteExactNonUtf8AndLongNames) {
 // --- Parity with Python -----------------------------------------------------
 
 // Python: the classes and samples of ImageFolder(argv[1]) (torchvision's own
-// when importable), or of the flat walk with argv[2] == "flat".  Paths are
+// when importable, else, or with argv[2] == "inline", a reimplementation of
+// its find_classes / make_dataset), or of the flat walk with argv[2] ==
+// "flat".  Paths are
 // printed as hex of their bytes, relative to the root.
 constexpr char kImageFolderScript[] = R"PY(
 import os, sys
@@ -600,6 +602,8 @@ if mode == 'flat':
     samples = walk_samples(root, 4294967295)
 else:
     try:
+        if mode == 'inline':
+            raise ImportError('inline reimplementation requested')
         from torchvision.datasets import ImageFolder
         ds = ImageFolder(root, loader=lambda p: None)
         classes, samples, source = ds.classes, ds.samples, 'torchvision'
@@ -731,6 +735,13 @@ TEST(ScanParityTest, MatchesImageFolder) {
               r.classes.end());
   EXPECT_TRUE(std::find(r.classes.begin(), r.classes.end(), "linkclass") !=
               r.classes.end());
+
+  // The inline reimplementation (used where torchvision is missing) agrees.
+  PythonScan inline_py;
+  ASSERT_TRUE(RunPythonScan(root, "inline", &inline_py));
+  EXPECT_EQ(inline_py.source, "inline");
+  EXPECT_EQ(inline_py.classes, py.classes);
+  EXPECT_EQ(inline_py.entries, py.entries);
 }
 
 TEST(ScanParityTest, FlatMatchesSortedWalk) {

@@ -93,8 +93,8 @@ class UFSPACK_EXPORT PackWriter {
   // Appends `size` bytes read from `fd` (from its current position) as a
   // raw record, in bounded memory.  `path` names the source in errors; the
   // file must yield exactly `size` bytes.
-  Status AddFromFd(std::string_view name, uint32_t label, int fd,
-                   uint64_t size, const std::string& path);
+  Status AddFromFd(std::string_view name, uint32_t label, int fd, uint64_t size,
+                   const std::string& path);
 
   // Writes the index and publishes the pack.  Sets *pack_id if non-null.
   Status Finish(PackId* pack_id = nullptr);
@@ -165,13 +165,13 @@ struct BuildSummary {
   PackId pack_id;
   uint64_t files = 0;
   uint64_t classes = 0;
-  uint64_t skipped = 0;  // files and directories skipped
+  uint64_t skipped = 0;     // files and directories skipped
   uint64_t compressed = 0;  // records stored as zstd
   uint64_t bytes_in = 0;
   uint64_t bytes_out = 0;  // size of data.ufs
   uint64_t index_bytes = 0;
   double scan_seconds = 0;
-  double seconds = 0;  // whole build
+  double seconds = 0;                 // whole build
   std::vector<std::string> warnings;  // at most kMaxWarnings, then a count
   static constexpr size_t kMaxWarnings = 1000;
 };

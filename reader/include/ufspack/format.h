@@ -142,12 +142,12 @@ struct UFSPACK_EXPORT IndexHeader {
   PackId pack_id;
   uint64_t record_count = 0;
   uint64_t class_count = 0;
-  uint64_t data_size = 0;   // exact size of data.ufs in bytes
-  uint64_t index_size = 0;  // exact size of index.ufs in bytes
-  Section records;          // record_count * record_size bytes
-  Section classes;          // class_count * ClassEntry::kEncodedLength bytes
-  Section lookup;           // lookup slot count * 4 bytes
-  Section names;            // the name pool
+  uint64_t data_size = 0;      // exact size of data.ufs in bytes
+  uint64_t index_size = 0;     // exact size of index.ufs in bytes
+  Section records;             // record_count * record_size bytes
+  Section classes;             // class_count * ClassEntry::kEncodedLength bytes
+  Section lookup;              // lookup slot count * 4 bytes
+  Section names;               // the name pool
   uint64_t body_checksum = 0;  // Checksum64 of bytes [160, index_size)
 
   bool flat() const { return (optional_flags & kOptionalFlagFlat) != 0; }

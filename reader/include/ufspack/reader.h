@@ -167,7 +167,8 @@ class UFSPACK_EXPORT Reader {
  private:
   Reader() = default;
   Status Init();
-  Status Corrupt(uint64_t i, std::string_view name, std::string_view what) const;
+  Status Corrupt(uint64_t i, std::string_view name,
+                 std::string_view what) const;
   Status ReadStored(const Record& r, char* dst) const;
 
   ReaderOptions options_;

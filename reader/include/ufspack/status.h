@@ -108,9 +108,9 @@ UFSPACK_EXPORT const char* StatusCodeName(Status::Code code);
 
 // Evaluates `expr` (a Status) and returns it from the enclosing function if
 // it is not OK.
-#define UFSPACK_RETURN_IF_ERROR(expr)             \
-  do {                                            \
-    ::ufspack::Status _ufspack_status = (expr);   \
+#define UFSPACK_RETURN_IF_ERROR(expr)                  \
+  do {                                                 \
+    ::ufspack::Status _ufspack_status = (expr);        \
     if (!_ufspack_status.ok()) return _ufspack_status; \
   } while (0)
 
