@@ -38,13 +38,14 @@ std::string BenchDir() {
     if (env && *env) return std::string(env);
     char tmpl[] = "/tmp/ufspack-bench-XXXXXX";
     if (::mkdtemp(tmpl) == nullptr) std::abort();
-    std::string d = tmpl;
+    // Copied to static storage: the atexit handler runs after this
+    // function's static string is destroyed.
+    static char cleanup[sizeof(tmpl) + 16];
+    std::snprintf(cleanup, sizeof(cleanup), "rm -rf %s", tmpl);
     std::atexit([] {
-      std::string cmd = "rm -rf '" + BenchDir() + "'";
-      if (std::system(cmd.c_str()) != 0)
-        std::fprintf(stderr, "cleanup failed\n");
+      if (std::system(cleanup) != 0) std::fprintf(stderr, "cleanup failed\n");
     });
-    return d;
+    return std::string(tmpl);
   }();
   return dir;
 }

@@ -7,6 +7,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
+#ifdef UFSPACK_HAVE_XXH_DISPATCH
+#include <xxh_x86dispatch.h>
+#define UFSPACK_XXH3_UPDATE XXH3_64bits_update_dispatch
+#else
+#define UFSPACK_XXH3_UPDATE XXH3_64bits_update
+#endif
 #include <zstd.h>
 
 #include <algorithm>
@@ -377,7 +383,7 @@ Status PackWriter::AddFromFd(std::string_view name, uint32_t label, int fd,
     if (r == 0) break;
     done += static_cast<uint64_t>(r);
     if (done > size) break;
-    XXH3_64bits_update(state.get(), chunk.data(), static_cast<size_t>(r));
+    UFSPACK_XXH3_UPDATE(state.get(), chunk.data(), static_cast<size_t>(r));
     Status s =
         WriteAll(data_fd_, chunk.data(), static_cast<size_t>(r), data_tmp_);
     if (!s.ok()) return Fail(s);

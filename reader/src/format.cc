@@ -3,6 +3,9 @@
 #include "ufspack/format.h"
 
 #include <xxhash.h>
+#ifdef UFSPACK_HAVE_XXH_DISPATCH
+#include <xxh_x86dispatch.h>
+#endif
 
 #include <algorithm>
 #include <cstdio>
@@ -64,10 +67,20 @@ const char* CodecName(Codec codec) {
   return "unknown";
 }
 
-uint64_t Checksum64(const void* data, size_t n) { return XXH3_64bits(data, n); }
+uint64_t Checksum64(const void* data, size_t n) {
+#ifdef UFSPACK_HAVE_XXH_DISPATCH
+  return XXH3_64bits_dispatch(data, n);  // SSE2/AVX2/AVX512 chosen at run time
+#else
+  return XXH3_64bits(data, n);
+#endif
+}
 
 PackId PackId::Of(const void* data, size_t n) {
+#ifdef UFSPACK_HAVE_XXH_DISPATCH
+  XXH128_hash_t h = XXH3_128bits_dispatch(data, n);
+#else
   XXH128_hash_t h = XXH3_128bits(data, n);
+#endif
   PackId id;
   char buf[16];
   EncodeFixed64(buf, h.low64);
