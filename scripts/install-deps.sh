@@ -7,7 +7,10 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git tar
   libzstd-dev libxxhash-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-pil
+  libopencv-dev libturbojpeg0-dev
+  python3 python3-dev pybind11-dev python3-venv python3-pip
+  python3-numpy python3-pil python3-pytest
+  python3-torch python3-torchvision
 )
 
 missing=()

@@ -94,9 +94,10 @@ const char kBuildHelp[] =
     "      --no-progress         no progress display (it is shown only on a "
     "terminal)\n"
     "\n"
-    "The same input always gives a byte-identical pack.  Interrupting (Ctrl-C) "
-    "or\n"
-    "any error removes the temporary files and leaves <out> as it was.\n"
+    "The same tree given by the same <dir> path always gives a byte-identical\n"
+    "pack.  Interrupting (Ctrl-C) or any error removes the temporary files "
+    "and\n"
+    "leaves <out> as it was.\n"
     "\n"
     "Examples:\n"
     "  ufspack build /nas/imagenet/train -o /nas/imagenet/train.ufspack\n"
@@ -437,6 +438,10 @@ int CmdInfo(const Argv& argv) {
     j += ",\"data\":" + JsonString(info.data_path);
     j += ",\"version\":" + std::to_string(info.version);
     j += ",\"pack_id\":\"" + info.pack_id.ToHex() + "\"";
+    std::string_view source_root;
+    if (reader->GetMetadata(kMetaSourceRoot, &source_root).ok()) {
+      j += ",\"source_root\":" + JsonString(source_root);
+    }
     j += ",\"flat\":" + std::string(info.flat ? "true" : "false");
     j += ",\"records\":" + std::to_string(info.record_count);
     j += ",\"classes\":" + std::to_string(info.class_count);
@@ -465,6 +470,10 @@ int CmdInfo(const Argv& argv) {
   std::printf("format:        ufspack version %u, checksums xxh3-64%s\n",
               info.version, info.flat ? ", flat (no classes)" : "");
   std::printf("pack id:       %s\n", info.pack_id.ToHex().c_str());
+  std::string_view source_root;
+  if (reader->GetMetadata(kMetaSourceRoot, &source_root).ok()) {
+    std::printf("built from:    %s\n", Printable(source_root).c_str());
+  }
   std::printf("records:       %s\n", FormatCount(info.record_count).c_str());
   std::printf("classes:       %s\n", FormatCount(info.class_count).c_str());
   std::printf("data.ufs:      %s (%s bytes)\n",

@@ -405,6 +405,15 @@ Status PackWriter::AddFromFd(std::string_view name, uint32_t label, int fd,
                      XXH3_64bits_digest(state.get()));
 }
 
+Status PackWriter::SetMetadata(std::string_view key, std::string_view value) {
+  UFSPACK_RETURN_IF_ERROR(status_);
+  if (key.size() > UINT32_MAX || value.size() > UINT32_MAX) {
+    return Fail(Status::InvalidArgument("metadata entry too long"));
+  }
+  metadata_[std::string(key)] = std::string(value);
+  return Status::OK();
+}
+
 Status PackWriter::Finish(PackId* pack_id) {
   UFSPACK_RETURN_IF_ERROR(status_);
   if (finished_) return Status::InvalidArgument("Finish() called twice");
@@ -464,6 +473,9 @@ Status PackWriter::Finish(PackId* pack_id) {
   h.names.offset = base + body.size();
   body.append(names_);
   h.names.size = names_.size();
+  h.meta.offset = base + body.size();
+  EncodeMetadata(metadata_, &body);
+  h.meta.size = base + body.size() - h.meta.offset;
   h.index_size = base + body.size();
   h.body_checksum = Checksum64(body.data(), body.size());
   // The pack id is derived from the index body, which holds every record's
@@ -680,6 +692,9 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
   for (const std::string& c : scan.classes) {
     UFSPACK_RETURN_IF_ERROR(writer->AddClass(c));
   }
+  // Where the files came from, so readers can give the original paths
+  // (MyImageFolder.samples).  As given, without trailing slashes.
+  UFSPACK_RETURN_IF_ERROR(writer->SetMetadata(kMetaSourceRoot, scan.root));
 
   const size_t total = scan.entries.size();
   const size_t window =
@@ -756,6 +771,12 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
   auto last_report = t_read;
   BuildProgress progress;
   progress.files_total = total;
+  if (options.progress) options.progress(progress);  // the count is known
+  if (cancelled()) {
+    shutdown();
+    writer->Abandon();
+    return Status::Aborted("interrupted");
+  }
   Status result;
   for (size_t k = 0; k < total; ++k) {
     Slot slot;

@@ -10,7 +10,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ufspack/coding.h"
 
@@ -18,7 +21,7 @@ namespace ufspack {
 namespace {
 
 static_assert(DataHeader::kEncodedLength == 64, "docs/format.md: data header");
-static_assert(IndexHeader::kEncodedLength == 160,
+static_assert(IndexHeader::kEncodedLength == 176,
               "docs/format.md: index header");
 static_assert(RecordEntry::kEncodedLength == 56,
               "docs/format.md: record entry");
@@ -155,14 +158,16 @@ Status DataHeader::DecodeFrom(std::string_view* input) {
 // --- IndexHeader -------------------------------------------------------------
 //   0  8  magic "\x89UFSIDX\n"        80  8  records.offset
 //   8  4  version                     88  8  records.size
-//  12  4  header size (160)           96  8  classes.offset
+//  12  4  header size (176)           96  8  classes.offset
 //  16  4  required flags             104  8  classes.size
 //  20  4  optional flags             112  8  lookup.offset
 //  24  1  checksum type              120  8  lookup.size
 //  25  3  reserved, zero             128  8  names.offset
 //  28  4  record size (56)           136  8  names.size
-//  32 16  pack id                    144  8  body checksum
-//  48  8  record count               152  8  header checksum (of bytes 0..151)
+//  32 16  pack id                    144  8  meta.offset
+//  48  8  record count               152  8  meta.size
+//                                    160  8  body checksum
+//                                    168  8  header checksum (of bytes 0..167)
 //  56  8  class count
 //  64  8  data size
 //  72  8  index size
@@ -181,12 +186,12 @@ void IndexHeader::EncodeTo(std::string* dst) const {
   EncodeFixed64(buf + 56, class_count);
   EncodeFixed64(buf + 64, data_size);
   EncodeFixed64(buf + 72, index_size);
-  const Section* sections[4] = {&records, &classes, &lookup, &names};
-  for (int i = 0; i < 4; ++i) {
+  const Section* sections[5] = {&records, &classes, &lookup, &names, &meta};
+  for (int i = 0; i < 5; ++i) {
     EncodeFixed64(buf + 80 + 16 * i, sections[i]->offset);
     EncodeFixed64(buf + 88 + 16 * i, sections[i]->size);
   }
-  EncodeFixed64(buf + 144, body_checksum);
+  EncodeFixed64(buf + 160, body_checksum);
   EncodeFixed64(buf + kHeaderChecksumOffset,
                 Checksum64(buf, kHeaderChecksumOffset));
   dst->append(buf, kEncodedLength);
@@ -248,12 +253,12 @@ Status IndexHeader::DecodeFrom(std::string_view* input) {
   class_count = DecodeFixed64(p + 56);
   data_size = DecodeFixed64(p + 64);
   index_size = DecodeFixed64(p + 72);
-  Section* sections[4] = {&records, &classes, &lookup, &names};
-  for (int i = 0; i < 4; ++i) {
+  Section* sections[5] = {&records, &classes, &lookup, &names, &meta};
+  for (int i = 0; i < 5; ++i) {
     sections[i]->offset = DecodeFixed64(p + 80 + 16 * i);
     sections[i]->size = DecodeFixed64(p + 88 + 16 * i);
   }
-  body_checksum = DecodeFixed64(p + 144);
+  body_checksum = DecodeFixed64(p + 160);
   input->remove_prefix(kEncodedLength);
   return Status::OK();
 }
@@ -281,7 +286,8 @@ Status IndexHeader::ValidateLayout() const {
   if (index_size < kEncodedLength) {
     return Status::Corruption("index header: index size " +
                               std::to_string(index_size) +
-                              " is smaller than the index header (160 bytes)");
+                              " is smaller than the index header (" +
+                              std::to_string(kEncodedLength) + " bytes)");
   }
   struct Named {
     const char* name;
@@ -290,11 +296,12 @@ Status IndexHeader::ValidateLayout() const {
   };
   // record_count <= 2^32 and class_count < 2^32, so these cannot overflow.
   const uint64_t lookup_bytes = LookupSlotsFor(record_count) * 4;
-  Named named[4] = {
+  Named named[5] = {
       {"record table", &records, record_count * RecordEntry::kEncodedLength},
       {"class table", &classes, class_count * ClassEntry::kEncodedLength},
       {"lookup table", &lookup, lookup_bytes},
       {"name pool", &names, UINT64_MAX},
+      {"metadata", &meta, UINT64_MAX},
   };
   for (const Named& n : named) {
     if (n.expected_size != UINT64_MAX && n.s->size != n.expected_size) {
@@ -308,8 +315,8 @@ Status IndexHeader::ValidateLayout() const {
       return Status::Corruption(
           std::string("index header: ") + n.name + " at offset " +
           std::to_string(n.s->offset) + " + " + std::to_string(n.s->size) +
-          " lies outside the index (header 160 bytes, index size " +
-          std::to_string(index_size) + ")");
+          " lies outside the index (header " + std::to_string(kEncodedLength) +
+          " bytes, index size " + std::to_string(index_size) + ")");
     }
   }
   // Non-empty sections must not overlap.  Sorted by offset, each non-empty
@@ -411,6 +418,64 @@ Status ClassEntry::DecodeFrom(std::string_view* input) {
   first_record = DecodeFixed64(p + 16);
   record_count = DecodeFixed64(p + 24);
   input->remove_prefix(kEncodedLength);
+  return Status::OK();
+}
+
+// --- Metadata section
+// ----------------------------------------------------------
+//   0  4  entry count
+//   then per entry: 4 key length, 4 value length, key bytes, value bytes
+
+void EncodeMetadata(const std::map<std::string, std::string>& entries,
+                    std::string* dst) {
+  if (entries.empty()) return;
+  PutFixed32(dst, static_cast<uint32_t>(entries.size()));
+  for (const auto& [key, value] : entries) {
+    PutFixed32(dst, static_cast<uint32_t>(key.size()));
+    PutFixed32(dst, static_cast<uint32_t>(value.size()));
+    dst->append(key);
+    dst->append(value);
+  }
+}
+
+Status DecodeMetadata(
+    std::string_view section,
+    std::vector<std::pair<std::string_view, std::string_view>>* entries) {
+  entries->clear();
+  if (section.empty()) return Status::OK();
+  if (section.size() < 4) {
+    return Status::Corruption("metadata: " + std::to_string(section.size()) +
+                              " bytes, too short for the entry count");
+  }
+  const uint32_t count = DecodeFixed32(section.data());
+  size_t pos = 4;
+  for (uint32_t k = 0; k < count; ++k) {
+    if (section.size() - pos < 8) {
+      return Status::Corruption("metadata: entry " + std::to_string(k) +
+                                " header at offset " + std::to_string(pos) +
+                                " runs past the section (" +
+                                std::to_string(section.size()) + " bytes)");
+    }
+    const uint64_t klen = DecodeFixed32(section.data() + pos);
+    const uint64_t vlen = DecodeFixed32(section.data() + pos + 4);
+    pos += 8;
+    if (klen + vlen > section.size() - pos) {
+      return Status::Corruption("metadata: entry " + std::to_string(k) +
+                                " of " + std::to_string(klen) + " + " +
+                                std::to_string(vlen) + " bytes at offset " +
+                                std::to_string(pos) +
+                                " runs past the section (" +
+                                std::to_string(section.size()) + " bytes)");
+    }
+    entries->emplace_back(section.substr(pos, klen),
+                          section.substr(pos + klen, vlen));
+    pos += klen + vlen;
+  }
+  if (pos != section.size()) {
+    return Status::Corruption(
+        "metadata: " + std::to_string(section.size() - pos) +
+        " trailing bytes after " + std::to_string(count) + " entries");
+  }
   return Status::OK();
 }
 

@@ -195,6 +195,7 @@ Status Reader::Init() {
   classes_ = bytes.substr(header_.classes.offset, header_.classes.size);
   lookup_ = bytes.substr(header_.lookup.offset, header_.lookup.size);
   names_ = bytes.substr(header_.names.offset, header_.names.size);
+  meta_ = bytes.substr(header_.meta.offset, header_.meta.size);
 
   info_.version = header_.version;
   info_.pack_id = header_.pack_id;
@@ -560,6 +561,25 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, Batch* out,
   return first_error;
 }
 
+Status Reader::ListMetadata(
+    std::vector<std::pair<std::string_view, std::string_view>>* entries) const {
+  return DecodeMetadata(meta_, entries).WithContext(info_.index_path);
+}
+
+Status Reader::GetMetadata(std::string_view key,
+                           std::string_view* value) const {
+  std::vector<std::pair<std::string_view, std::string_view>> entries;
+  UFSPACK_RETURN_IF_ERROR(ListMetadata(&entries));
+  for (const auto& [k, v] : entries) {
+    if (k == key) {
+      *value = v;
+      return Status::OK();
+    }
+  }
+  return Status::NotFound(info_.index_path + ": no metadata '" +
+                          Printable(key) + "'");
+}
+
 Status Reader::CheckIndex() const {
   const std::string& iname = info_.index_path;
   std::string_view bytes = index_->bytes();
@@ -603,6 +623,8 @@ Status Reader::CheckIndex() const {
                               std::to_string(covered) + " of " +
                               std::to_string(info_.record_count) + " records");
   }
+  std::vector<std::pair<std::string_view, std::string_view>> meta;
+  UFSPACK_RETURN_IF_ERROR(ListMetadata(&meta));
   uint64_t used = 0;
   const uint64_t slots = lookup_.size() / 4;
   for (uint64_t k = 0; k < slots; ++k) {

@@ -143,6 +143,51 @@ TEST_F(CliTest, InfoTextAndJson) {
       << j.out;
 }
 
+TEST_F(CliTest, InfoShowsSourceRoot) {
+  CommandResult b = RunCli({"build", src_ + "/", "-o", pack_});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  CommandResult i = RunCli({"info", pack_});
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  // As given to build, without the trailing slash.
+  EXPECT_TRUE(Contains(i.out, "built from:    " + src_ + "\n")) << i.out;
+  CommandResult j = RunCli({"info", "--json", pack_});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_TRUE(Contains(j.out, "\"source_root\":\"" + src_ + "\"")) << j.out;
+}
+
+TEST_F(CliTest, InfoEscapesAnOddSourceRoot) {
+  const std::string odd = tmp_ / "odd\xff \"dir\"";
+  test::WriteFile(odd + "/c/a.jpg", "a");
+  CommandResult b = RunCli({"build", odd, "-o", pack_});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  CommandResult i = RunCli({"info", pack_});
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  EXPECT_TRUE(
+      Contains(i.out, "built from:    " + tmp_.path() + "/odd\\xff \"dir\"\n"))
+      << i.out;
+  CommandResult j = RunCli({"info", "--json", pack_});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_TRUE(Contains(
+      j.out, "\"source_root\":\"" + tmp_.path() + "/odd\\udcff \\\"dir\\\"\""))
+      << j.out;
+}
+
+TEST_F(CliTest, InfoWithoutSourceRootOmitsIt) {
+  // A pack written by the library without metadata.
+  std::unique_ptr<PackWriter> w;
+  PackWriterOptions o;
+  o.flat = true;
+  ASSERT_TRUE(PackWriter::Create(pack_, o, &w).ok());
+  ASSERT_TRUE(w->Add("a", kNoLabel, "a").ok());
+  ASSERT_TRUE(w->Finish().ok());
+  CommandResult i = RunCli({"info", pack_});
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  EXPECT_FALSE(Contains(i.out, "built from")) << i.out;
+  CommandResult j = RunCli({"info", "--json", pack_});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_FALSE(Contains(j.out, "source_root")) << j.out;
+}
+
 TEST_F(CliTest, CatByNameAndIndexGivesOriginalBytes) {
   ASSERT_EQ(Build({"--compress", "zstd:5"}).exit_code, 0);
   const std::string expected = test::ReadFile(src_ + "/cats/sub/deeper/c3.png");

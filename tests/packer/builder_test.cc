@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -385,6 +386,53 @@ TEST(PackWriterTest, FinishTwiceFails) {
   ASSERT_TRUE(PackWriter::Create(t / "out", o, &w).ok());
   ASSERT_TRUE(w->Finish().ok());
   EXPECT_FALSE(w->Finish().ok());
+}
+
+TEST(PackWriterTest, SetMetadataReplacesAndStoresInKeyOrder) {
+  TempDir t;
+  PackWriterOptions o;
+  o.flat = true;
+  std::unique_ptr<PackWriter> w;
+  ASSERT_TRUE(PackWriter::Create(t / "out", o, &w).ok());
+  ASSERT_TRUE(w->SetMetadata("zz", "last").ok());
+  ASSERT_TRUE(w->SetMetadata(kMetaSourceRoot, "first value").ok());
+  ASSERT_TRUE(w->Add("r", kNoLabel, "bytes").ok());
+  ASSERT_TRUE(w->SetMetadata(kMetaSourceRoot, "/replaced").ok());
+  ASSERT_TRUE(w->SetMetadata("aa", "").ok());
+  ASSERT_TRUE(w->Finish().ok());
+
+  std::vector<PackRecord> recs;
+  std::unique_ptr<Reader> reader;
+  ASSERT_TRUE(ReadPack(t / "out", &recs, &reader));  // CheckIndex passes
+  std::vector<std::pair<std::string_view, std::string_view>> meta;
+  ASSERT_TRUE(reader->ListMetadata(&meta).ok());
+  ASSERT_EQ(meta.size(), 3u);
+  EXPECT_EQ(meta[0].first, "aa");
+  EXPECT_EQ(meta[0].second, "");
+  EXPECT_EQ(meta[1].first, kMetaSourceRoot);
+  EXPECT_EQ(meta[1].second, "/replaced");
+  EXPECT_EQ(meta[2].first, "zz");
+  EXPECT_EQ(meta[2].second, "last");
+}
+
+TEST(PackWriterTest, NoMetadataWritesAnEmptySection) {
+  TempDir t;
+  PackWriterOptions o;
+  o.flat = true;
+  std::unique_ptr<PackWriter> w;
+  ASSERT_TRUE(PackWriter::Create(t / "out", o, &w).ok());
+  ASSERT_TRUE(w->Add("r", kNoLabel, "bytes").ok());
+  ASSERT_TRUE(w->Finish().ok());
+  const std::string index = ReadFile(t / "out/index.ufs");
+  std::string_view in(index);
+  IndexHeader h;
+  ASSERT_TRUE(h.DecodeFrom(&in).ok());
+  EXPECT_EQ(h.meta.size, 0u);
+  EXPECT_EQ(h.meta.offset, h.index_size);  // after the name pool, at the end
+  std::unique_ptr<Reader> reader;
+  ASSERT_TRUE(Reader::Open(t / "out", ReaderOptions(), &reader).ok());
+  std::string_view root;
+  EXPECT_TRUE(reader->GetMetadata(kMetaSourceRoot, &root).IsNotFound());
 }
 
 TEST(PackWriterTest, ZstdLevelIsChecked) {
@@ -849,6 +897,70 @@ TEST(BuildPackTest, FlatOutputIsTheSourceRoot) {
     EXPECT_EQ(summary.skipped, 0u);
     EXPECT_TRUE(TempFiles(t / "src").empty());
   }
+}
+
+// --- BuildPack: metadata ----------------------------------------------------
+
+// The source_root metadata of the pack at `dir`, or the error.
+std::string SourceRootOf(const std::string& dir) {
+  std::unique_ptr<Reader> reader;
+  Status s = Reader::Open(dir, ReaderOptions(), &reader);
+  if (!s.ok()) return "open: " + s.ToString();
+  std::string_view root;
+  s = reader->GetMetadata(kMetaSourceRoot, &root);
+  if (!s.ok()) return "get: " + s.ToString();
+  return std::string(root);
+}
+
+TEST(BuildPackTest, RecordsSourceRootAsGiven) {
+  TempDir t;
+  WriteFile(t / "src/c/a.jpg", "a");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {t / "src", t / "src"},
+      {t / "src/", t / "src"},               // trailing slash removed
+      {t / "src///", t / "src"},             // all of them
+      {t / "src/../src", t / "src/../src"},  // not made canonical
+      {t / "./src", t / "./src"},
+  };
+  for (const auto& [given, stored] : cases) {
+    SCOPED_TRACE(given);
+    BuildSummary summary;
+    Status s = BuildPack(given, t / "out", Options(), &summary);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(SourceRootOf(t / "out"), stored);
+    std::vector<PackRecord> recs;
+    ASSERT_TRUE(ReadPack(t / "out", &recs));  // CheckIndex parses it too
+    ASSERT_EQ(recs.size(), 1u);
+    EXPECT_EQ(recs[0].name, "c/a.jpg");
+  }
+}
+
+TEST(BuildPackTest, FlatPackRecordsSourceRoot) {
+  TempDir t;
+  WriteFile(t / "src/a.jpg", "a");
+  BuildOptions o = Options();
+  o.scan.flat = true;
+  BuildSummary summary;
+  ASSERT_TRUE(BuildPack(t / "src/", t / "out", o, &summary).ok());
+  EXPECT_EQ(SourceRootOf(t / "out"), t / "src");
+}
+
+TEST(BuildPackTest, SourceRootIsPartOfThePackId) {
+  // The same files from two paths give the same records but different
+  // metadata, hence different index bytes and pack ids.
+  TempDir t;
+  WriteFile(t / "one/c/a.jpg", "a");
+  WriteFile(t / "two/c/a.jpg", "a");
+  BuildSummary s1, s2;
+  ASSERT_TRUE(BuildPack(t / "one", t / "out1", Options(), &s1).ok());
+  ASSERT_TRUE(BuildPack(t / "two", t / "out2", Options(), &s2).ok());
+  EXPECT_NE(s1.pack_id, s2.pack_id);
+  EXPECT_EQ(SourceRootOf(t / "out1"), t / "one");
+  EXPECT_EQ(SourceRootOf(t / "out2"), t / "two");
+  // Built again from the same path: identical.
+  BuildSummary s3;
+  ASSERT_TRUE(BuildPack(t / "one/", t / "out3", Options(), &s3).ok());
+  EXPECT_EQ(s1.pack_id, s3.pack_id);
 }
 
 // --- Round trips ------------------------------------------------------------

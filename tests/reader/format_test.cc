@@ -10,8 +10,11 @@
 
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "ufspack/coding.h"
 
@@ -39,8 +42,8 @@ PackId SamplePackId() {
 }
 
 // A header whose sections describe a consistent index: 3 records, 2
-// classes, 8 lookup slots and a 20-byte name pool, back to back after the
-// 160-byte header.
+// classes, 8 lookup slots, a 20-byte name pool and 24 bytes of metadata,
+// back to back after the 176-byte header.
 IndexHeader ValidHeader() {
   IndexHeader h;
   h.version = kFormatVersion;
@@ -49,11 +52,12 @@ IndexHeader ValidHeader() {
   h.record_count = 3;
   h.class_count = 2;
   h.data_size = DataHeader::kEncodedLength + 100;
-  h.records = {160, 3 * 56};                // [160, 328)
-  h.classes = {328, 2 * 32};                // [328, 392)
-  h.lookup = {392, LookupSlotsFor(3) * 4};  // [392, 424)
-  h.names = {424, 20};                      // [424, 444)
-  h.index_size = 444;
+  h.records = {176, 3 * 56};                // [176, 344)
+  h.classes = {344, 2 * 32};                // [344, 408)
+  h.lookup = {408, LookupSlotsFor(3) * 4};  // [408, 440)
+  h.names = {440, 20};                      // [440, 460)
+  h.meta = {460, 24};                       // [460, 484)
+  h.index_size = 484;
   h.body_checksum = 0x1122334455667788ull;
   return h;
 }
@@ -343,11 +347,11 @@ TEST(DataHeaderTest, NonZeroReservedIsCorruption) {
 // IndexHeader: encoding and decoding
 // ---------------------------------------------------------------------------
 
-TEST(IndexHeaderTest, EncodedLengthIs160) {
+TEST(IndexHeaderTest, EncodedLengthIs176) {
   std::string s = Encode(ValidHeader());
   EXPECT_EQ(s.size(), IndexHeader::kEncodedLength);
-  EXPECT_EQ(IndexHeader::kEncodedLength, 160u);
-  EXPECT_EQ(IndexHeader::kHeaderChecksumOffset, 152u);
+  EXPECT_EQ(IndexHeader::kEncodedLength, 176u);
+  EXPECT_EQ(IndexHeader::kHeaderChecksumOffset, 168u);
 }
 
 TEST(IndexHeaderTest, RoundTripKeepsEveryField) {
@@ -379,6 +383,8 @@ TEST(IndexHeaderTest, RoundTripKeepsEveryField) {
   EXPECT_EQ(d.lookup_slots(), 8u);
   EXPECT_EQ(d.names.offset, h.names.offset);
   EXPECT_EQ(d.names.size, h.names.size);
+  EXPECT_EQ(d.meta.offset, h.meta.offset);
+  EXPECT_EQ(d.meta.size, h.meta.size);
   EXPECT_EQ(d.body_checksum, h.body_checksum);
 }
 
@@ -389,10 +395,11 @@ TEST(IndexHeaderTest, FieldPositionsAreLittleEndian) {
   h.optional_flags = 0xA1B2C3D4u;
   h.body_checksum = 0xCAFEBABEDEADBEEFull;
   h.names.size = 0x99;
+  h.meta = {0x0A0B0C0D0E0F1011ull, 0x77};
   std::string s = Encode(h);
   EXPECT_EQ(s.substr(0, 8), std::string(kIndexMagic, 8));
   EXPECT_EQ(Byte(s, 8), 1);     // version
-  EXPECT_EQ(Byte(s, 12), 160);  // header size
+  EXPECT_EQ(Byte(s, 12), 176);  // header size
   EXPECT_EQ(Byte(s, 13), 0);
   EXPECT_EQ(Byte(s, 20), 0xD4);  // optional flags, low byte first
   EXPECT_EQ(Byte(s, 23), 0xA1);
@@ -404,11 +411,21 @@ TEST(IndexHeaderTest, FieldPositionsAreLittleEndian) {
   EXPECT_EQ(Byte(s, 55), 0x01);
   EXPECT_EQ(Byte(s, 64), 0x18);  // data size
   EXPECT_EQ(Byte(s, 71), 0x11);
-  EXPECT_EQ(DecodeFixed64(s.data() + 80), 160u);  // records.offset
-  EXPECT_EQ(Byte(s, 136), 0x99);                  // names.size
-  EXPECT_EQ(Byte(s, 144), 0xEF);                  // body checksum
-  EXPECT_EQ(Byte(s, 151), 0xCA);
-  EXPECT_EQ(DecodeFixed64(s.data() + 152), Checksum64(s.data(), 152));
+  EXPECT_EQ(DecodeFixed64(s.data() + 72), 484u);   // index size
+  EXPECT_EQ(DecodeFixed64(s.data() + 80), 176u);   // records.offset
+  EXPECT_EQ(DecodeFixed64(s.data() + 88), 168u);   // records.size
+  EXPECT_EQ(DecodeFixed64(s.data() + 96), 344u);   // classes.offset
+  EXPECT_EQ(DecodeFixed64(s.data() + 104), 64u);   // classes.size
+  EXPECT_EQ(DecodeFixed64(s.data() + 112), 408u);  // lookup.offset
+  EXPECT_EQ(DecodeFixed64(s.data() + 120), 32u);   // lookup.size
+  EXPECT_EQ(DecodeFixed64(s.data() + 128), 440u);  // names.offset
+  EXPECT_EQ(Byte(s, 136), 0x99);                   // names.size
+  EXPECT_EQ(Byte(s, 144), 0x11);                   // meta.offset
+  EXPECT_EQ(Byte(s, 151), 0x0A);
+  EXPECT_EQ(DecodeFixed64(s.data() + 152), 0x77u);  // meta.size
+  EXPECT_EQ(Byte(s, 160), 0xEF);                    // body checksum
+  EXPECT_EQ(Byte(s, 167), 0xCA);
+  EXPECT_EQ(DecodeFixed64(s.data() + 168), Checksum64(s.data(), 168));
 }
 
 TEST(IndexHeaderTest, BadMagicIsCorruption) {
@@ -422,7 +439,7 @@ TEST(IndexHeaderTest, BadMagicIsCorruption) {
 TEST(IndexHeaderTest, DataMagicIsNotAnIndex) {
   std::string s;
   DataHeader().EncodeTo(&s);
-  s.resize(160, '\0');
+  s.resize(IndexHeader::kEncodedLength, '\0');
   Status st = DecodeIndex(s);
   EXPECT_TRUE(st.IsCorruption());
   EXPECT_TRUE(Contains(st.message(), "not a ufspack index"));
@@ -479,7 +496,7 @@ TEST(IndexHeaderTest, HeaderChecksumMismatchIsCorruption) {
 
 TEST(IndexHeaderTest, DamagedStoredChecksumIsCorruption) {
   std::string s = Encode(ValidHeader());
-  s[159] ^= 0x80;
+  s[IndexHeader::kEncodedLength - 1] ^= 0x80;  // stored header checksum
   Status st = DecodeIndex(s);
   EXPECT_TRUE(st.IsCorruption()) << st.ToString();
   EXPECT_TRUE(Contains(st.message(), "checksum mismatch"));
@@ -487,11 +504,11 @@ TEST(IndexHeaderTest, DamagedStoredChecksumIsCorruption) {
 
 TEST(IndexHeaderTest, WrongHeaderSizeIsCorruption) {
   std::string s = Encode(ValidHeader());
-  EncodeFixed32(&s[12], 168);
+  EncodeFixed32(&s[12], 160);  // the size before the metadata section
   Reseal(&s);
   Status st = DecodeIndex(s);
   EXPECT_TRUE(st.IsCorruption()) << st.ToString();
-  EXPECT_TRUE(Contains(st.message(), "expected 160, found 168"));
+  EXPECT_TRUE(Contains(st.message(), "expected 176, found 160"));
 }
 
 TEST(IndexHeaderTest, UnknownRequiredFlagIsNotSupported) {
@@ -555,28 +572,31 @@ TEST(ValidateLayoutTest, EmptyPackIsOk) {
   IndexHeader h;
   h.record_size = 56;
   h.data_size = 64;
-  h.records = {160, 0};
-  h.classes = {160, 0};
-  h.lookup = {160, 0};
-  h.names = {160, 0};
-  h.index_size = 160;
+  h.records = {176, 0};
+  h.classes = {176, 0};
+  h.lookup = {176, 0};
+  h.names = {176, 0};
+  h.meta = {176, 0};
+  h.index_size = 176;
   Status st = h.ValidateLayout();
   EXPECT_TRUE(st.ok()) << st.ToString();
 }
 
 TEST(ValidateLayoutTest, SectionPastEndIsCorruption) {
   IndexHeader h = ValidHeader();
+  h.meta = {460, 0};
+  h.index_size = 460;
   h.names.size = 21;  // one byte past index_size
   Status st = h.ValidateLayout();
   EXPECT_TRUE(st.IsCorruption()) << st.ToString();
   EXPECT_TRUE(Contains(st.message(), "name pool"));
   EXPECT_TRUE(Contains(st.message(), "outside the index"));
-  EXPECT_TRUE(Contains(st.message(), "444"));
+  EXPECT_TRUE(Contains(st.message(), "index size 460"));
 }
 
 TEST(ValidateLayoutTest, SectionStartingPastEndIsCorruption) {
   IndexHeader h = ValidHeader();
-  h.names = {445, 0};
+  h.names = {485, 0};  // index_size + 1
   Status st = h.ValidateLayout();
   EXPECT_TRUE(st.IsCorruption()) << st.ToString();
   EXPECT_TRUE(Contains(st.message(), "name pool"));
@@ -584,7 +604,7 @@ TEST(ValidateLayoutTest, SectionStartingPastEndIsCorruption) {
 
 TEST(ValidateLayoutTest, SectionInsideHeaderIsCorruption) {
   IndexHeader h = ValidHeader();
-  h.records.offset = 152;
+  h.records.offset = IndexHeader::kEncodedLength - 8;
   Status st = h.ValidateLayout();
   EXPECT_TRUE(st.IsCorruption()) << st.ToString();
   EXPECT_TRUE(Contains(st.message(), "record table"));
@@ -592,7 +612,7 @@ TEST(ValidateLayoutTest, SectionInsideHeaderIsCorruption) {
 
 TEST(ValidateLayoutTest, OverlappingSectionsAreCorruption) {
   IndexHeader h = ValidHeader();
-  h.classes.offset = 320;  // last 8 bytes of the record table
+  h.classes.offset = 336;  // last 8 bytes of the record table
   Status st = h.ValidateLayout();
   EXPECT_TRUE(st.IsCorruption()) << st.ToString();
   EXPECT_TRUE(Contains(st.message(), "overlaps"));
@@ -605,9 +625,10 @@ TEST(ValidateLayoutTest, OverlapAcrossEmptySectionIsCorruption) {
   IndexHeader h = ValidHeader();
   h.class_count = 0;
   h.classes = {200, 0};   // inside the record table, but empty
-  h.lookup.offset = 300;  // overlaps the record table [160, 328)
-  h.names.offset = 332;
-  h.index_size = 352;
+  h.lookup.offset = 316;  // overlaps the record table [176, 344)
+  h.names.offset = 348;
+  h.meta.offset = 368;
+  h.index_size = 392;
   Status st = h.ValidateLayout();
   EXPECT_TRUE(st.IsCorruption()) << st.ToString();
   EXPECT_TRUE(Contains(st.message(), "overlaps"));
@@ -617,7 +638,6 @@ TEST(ValidateLayoutTest, IdenticalSectionsAreCorruption) {
   IndexHeader h = ValidHeader();
   h.names = h.lookup;  // same bytes, same size
   h.names.size = 20;
-  h.index_size = 444;
   Status st = h.ValidateLayout();
   EXPECT_TRUE(st.IsCorruption()) << st.ToString();
   EXPECT_TRUE(Contains(st.message(), "overlaps"));
@@ -711,7 +731,7 @@ TEST(ValidateLayoutTest, MaxOffsetDoesNotWrap) {
 
 TEST(ValidateLayoutTest, MaxSizeDoesNotWrap) {
   IndexHeader h = ValidHeader();
-  h.names = {424, UINT64_MAX};  // 424 + size wraps to 423
+  h.names = {440, UINT64_MAX};  // 440 + size wraps to 439
   Status st = h.ValidateLayout();
   EXPECT_TRUE(st.IsCorruption()) << st.ToString();
   EXPECT_TRUE(Contains(st.message(), "name pool"));
@@ -725,6 +745,112 @@ TEST(ValidateLayoutTest, MaxIndexSizeStillBoundsSections) {
   h.names = {UINT64_MAX - 4, 10};
   Status st = h.ValidateLayout();
   EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+}
+
+// --- The metadata section: any size, in bounds, not overlapping ----------
+
+TEST(ValidateLayoutTest, EmptyMetadataIsOk) {
+  IndexHeader h = ValidHeader();
+  h.meta = {460, 0};
+  h.index_size = 460;
+  Status st = h.ValidateLayout();
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  // An empty section may sit anywhere in bounds, even inside another one.
+  h.meta = {200, 0};
+  st = h.ValidateLayout();
+  EXPECT_TRUE(st.ok()) << st.ToString();
+}
+
+TEST(ValidateLayoutTest, MetadataOfAnySizeIsOk) {
+  for (uint64_t size : {1u, 3u, 4u, 5u, 1000u}) {
+    SCOPED_TRACE(size);
+    IndexHeader h = ValidHeader();
+    h.meta.size = size;
+    h.index_size = h.meta.offset + size;
+    Status st = h.ValidateLayout();
+    EXPECT_TRUE(st.ok()) << st.ToString();
+  }
+}
+
+TEST(ValidateLayoutTest, MetadataBeforeOtherSectionsIsOk) {
+  // The order of the sections in the file is not prescribed.
+  IndexHeader h = ValidHeader();
+  h.meta = {176, 24};  // [176, 200)
+  h.records.offset = 200;
+  h.classes.offset = 368;
+  h.lookup.offset = 432;
+  h.names.offset = 464;
+  Status st = h.ValidateLayout();
+  EXPECT_TRUE(st.ok()) << st.ToString();
+}
+
+TEST(ValidateLayoutTest, MetadataPastEndIsCorruption) {
+  IndexHeader h = ValidHeader();
+  h.meta.size = 25;  // one byte past index_size
+  Status st = h.ValidateLayout();
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_TRUE(Contains(st.message(), "metadata at offset 460 + 25"));
+  EXPECT_TRUE(Contains(st.message(), "outside the index"));
+  EXPECT_TRUE(Contains(st.message(), "index size 484"));
+}
+
+TEST(ValidateLayoutTest, MetadataStartingPastEndIsCorruption) {
+  IndexHeader h = ValidHeader();
+  h.meta = {485, 0};  // index_size + 1, even though empty
+  Status st = h.ValidateLayout();
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_TRUE(Contains(st.message(), "metadata"));
+}
+
+TEST(ValidateLayoutTest, MetadataInsideHeaderIsCorruption) {
+  IndexHeader h = ValidHeader();
+  h.meta.offset = IndexHeader::kEncodedLength - 1;
+  Status st = h.ValidateLayout();
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_TRUE(Contains(st.message(), "metadata"));
+  // Offset 0, as a header that never set the section would have it.
+  h.meta = {0, 0};
+  st = h.ValidateLayout();
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_TRUE(Contains(st.message(), "metadata at offset 0"));
+}
+
+TEST(ValidateLayoutTest, MetadataOverlappingNamePoolIsCorruption) {
+  IndexHeader h = ValidHeader();
+  h.meta.offset = 459;  // last byte of the name pool [440, 460)
+  Status st = h.ValidateLayout();
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_TRUE(Contains(st.message(), "name pool overlaps metadata"));
+}
+
+TEST(ValidateLayoutTest, MetadataOverlappingRecordTableIsCorruption) {
+  IndexHeader h = ValidHeader();
+  h.meta.offset = 176;  // the first record entry
+  Status st = h.ValidateLayout();
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_TRUE(Contains(st.message(), "overlaps"));
+  EXPECT_TRUE(Contains(st.message(), "record table"));
+  EXPECT_TRUE(Contains(st.message(), "metadata"));
+}
+
+TEST(ValidateLayoutTest, MetadataCoveringEverythingIsCorruption) {
+  IndexHeader h = ValidHeader();
+  h.meta = {176, 484 - 176};
+  Status st = h.ValidateLayout();
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_TRUE(Contains(st.message(), "overlaps"));
+}
+
+TEST(ValidateLayoutTest, MetadataMaxOffsetOrSizeDoesNotWrap) {
+  IndexHeader h = ValidHeader();
+  h.meta = {UINT64_MAX, 24};  // offset + size wraps to 23
+  Status st = h.ValidateLayout();
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_TRUE(Contains(st.message(), "metadata"));
+  h.meta = {460, UINT64_MAX};  // 460 + size wraps to 459
+  st = h.ValidateLayout();
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_TRUE(Contains(st.message(), "metadata"));
 }
 
 // ---------------------------------------------------------------------------
@@ -920,6 +1046,219 @@ TEST(ClassEntryTest, ShortInputIsCorruption) {
   Status st = d.DecodeFrom(&in);
   EXPECT_TRUE(st.IsCorruption()) << st.ToString();
   EXPECT_TRUE(Contains(st.message(), "needs 32 bytes, found 31"));
+}
+
+// ---------------------------------------------------------------------------
+// Metadata section
+// ---------------------------------------------------------------------------
+
+using MetaEntries = std::vector<std::pair<std::string_view, std::string_view>>;
+
+std::string EncodeMeta(const std::map<std::string, std::string>& m) {
+  std::string s;
+  EncodeMetadata(m, &s);
+  return s;
+}
+
+// A metadata section built by hand: count, then (key, value) pairs in the
+// order given (EncodeMetadata would sort them).
+std::string RawMeta(uint32_t count,
+                    const std::vector<std::pair<std::string, std::string>>& e) {
+  std::string s;
+  PutFixed32(&s, count);
+  for (const auto& [k, v] : e) {
+    PutFixed32(&s, static_cast<uint32_t>(k.size()));
+    PutFixed32(&s, static_cast<uint32_t>(v.size()));
+    s += k;
+    s += v;
+  }
+  return s;
+}
+
+TEST(MetadataTest, SourceRootKey) {
+  EXPECT_EQ(std::string(kMetaSourceRoot), "source_root");
+}
+
+TEST(MetadataTest, EmptyMapEncodesToEmptySection) {
+  std::string s = "keep";
+  EncodeMetadata({}, &s);
+  EXPECT_EQ(s, "keep");  // appends nothing
+  MetaEntries entries = {{"stale", "entry"}};
+  Status st = DecodeMetadata("", &entries);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_TRUE(entries.empty());
+}
+
+TEST(MetadataTest, ZeroCountIsAnEmptyList) {
+  // Not what EncodeMetadata writes for no entries, but well formed.
+  MetaEntries entries;
+  Status st = DecodeMetadata(std::string(4, '\0'), &entries);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_TRUE(entries.empty());
+}
+
+TEST(MetadataTest, ExactEncoding) {
+  const std::string s = EncodeMeta({{"k", "vv"}});
+  EXPECT_EQ(s, std::string("\x01\0\0\0"  // one entry
+                           "\x01\0\0\0"  // key length
+                           "\x02\0\0\0"  // value length
+                           "kvv",
+                           15));
+}
+
+TEST(MetadataTest, RoundTripInKeyOrder) {
+  const std::string binary("\0\xff\x01\n\x89UFS\0", 9);
+  const std::map<std::string, std::string> m = {
+      {"source_root", "/data/photos"},
+      {"empty", ""},
+      {"binary", binary},
+      {"", "empty key"},
+      {std::string("k\0ey", 4), "nul in key"},
+      {"\xc3\xa9t\xc3\xa9", std::string(70000, 'x')},
+  };
+  const std::string s = EncodeMeta(m);
+  EXPECT_EQ(DecodeFixed32(s.data()), m.size());
+  MetaEntries entries;
+  Status st = DecodeMetadata(s, &entries);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(entries.size(), m.size());
+  size_t k = 0;
+  for (const auto& [key, value] : m) {  // std::map iterates in key order
+    SCOPED_TRACE(k);
+    EXPECT_EQ(entries[k].first, key);
+    EXPECT_TRUE(entries[k].second == value);
+    ++k;
+  }
+  EXPECT_EQ(entries[0].first, "");
+  EXPECT_EQ(entries[1].first, "binary");
+  EXPECT_EQ(entries[1].second, binary);
+  EXPECT_EQ(entries[2].first, "empty");
+  EXPECT_EQ(entries[2].second, "");
+  // Views point into the section, not at copies.
+  EXPECT_GE(entries[5].first.data(), s.data());
+  EXPECT_LE(entries[5].first.data() + entries[5].first.size(),
+            s.data() + s.size());
+}
+
+TEST(MetadataTest, EncodingIsIndependentOfInsertionOrder) {
+  std::map<std::string, std::string> a, b;
+  a["zeta"] = "1";
+  a["alpha"] = "2";
+  a["mid"] = "3";
+  b["mid"] = "3";
+  b["alpha"] = "2";
+  b["zeta"] = "1";
+  EXPECT_EQ(EncodeMeta(a), EncodeMeta(b));
+  const std::string s = EncodeMeta(a);
+  EXPECT_EQ(s.substr(12, 5), "alpha");  // first entry after count + lengths
+}
+
+TEST(MetadataTest, EncodeAppends) {
+  std::string s = "xy";
+  EncodeMetadata({{"a", "b"}}, &s);
+  EXPECT_EQ(s.substr(0, 2), "xy");
+  MetaEntries entries;
+  ASSERT_TRUE(DecodeMetadata(std::string_view(s).substr(2), &entries).ok());
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].first, "a");
+  EXPECT_EQ(entries[0].second, "b");
+}
+
+TEST(MetadataTest, ShortCountIsCorruption) {
+  for (size_t n = 1; n < 4; ++n) {
+    SCOPED_TRACE(n);
+    MetaEntries entries;
+    Status st = DecodeMetadata(std::string(n, '\x01'), &entries);
+    EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+    EXPECT_TRUE(Contains(st.message(), "metadata"));
+    EXPECT_TRUE(Contains(st.message(), "too short for the entry count"));
+  }
+}
+
+TEST(MetadataTest, CountBeyondEntriesIsCorruption) {
+  // Claims two entries, holds one: the second entry's lengths are missing.
+  std::string s = RawMeta(2, {{"a", "b"}});
+  MetaEntries entries;
+  Status st = DecodeMetadata(s, &entries);
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_TRUE(Contains(st.message(), "entry 1"));
+  EXPECT_TRUE(Contains(st.message(), "runs past the section"));
+}
+
+TEST(MetadataTest, TruncatedEntryLengthsAreCorruption) {
+  const std::string full = RawMeta(1, {{"key", "value"}});
+  for (size_t n = 4; n < 12; ++n) {  // inside the two lengths
+    SCOPED_TRACE(n);
+    MetaEntries entries;
+    Status st = DecodeMetadata(full.substr(0, n), &entries);
+    EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+    EXPECT_TRUE(Contains(st.message(), "entry 0"));
+  }
+}
+
+TEST(MetadataTest, EntryRunningPastTheEndIsCorruption) {
+  const std::string full = RawMeta(1, {{"key", "value"}});
+  for (size_t n = 12; n < full.size(); ++n) {  // inside key or value
+    SCOPED_TRACE(n);
+    MetaEntries entries;
+    Status st = DecodeMetadata(full.substr(0, n), &entries);
+    EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+    EXPECT_TRUE(Contains(st.message(), "entry 0 of 3 + 5 bytes"));
+    EXPECT_TRUE(Contains(st.message(), "runs past the section"));
+  }
+  MetaEntries entries;
+  ASSERT_TRUE(DecodeMetadata(full, &entries).ok());
+}
+
+TEST(MetadataTest, SecondEntryRunningPastTheEndIsCorruption) {
+  std::string s = RawMeta(2, {{"a", "1"}, {"b", "2"}});
+  EncodeFixed32(&s[4 + 8 + 2 + 4], 3);  // entry 1's value length
+  MetaEntries entries;
+  Status st = DecodeMetadata(s, &entries);
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_TRUE(Contains(st.message(), "entry 1 of 1 + 3 bytes"));
+}
+
+TEST(MetadataTest, TrailingBytesAreCorruption) {
+  for (const std::string& s :
+       {EncodeMeta({{"a", "b"}}) + "z", RawMeta(0, {}) + std::string(3, '\0'),
+        RawMeta(1, {{"a", "b"}, {"c", "d"}})}) {
+    SCOPED_TRACE(s.size());
+    MetaEntries entries;
+    Status st = DecodeMetadata(s, &entries);
+    EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+    EXPECT_TRUE(Contains(st.message(), "trailing bytes"));
+  }
+}
+
+TEST(MetadataTest, HugeLengthsDoNotWrap) {
+  // Lengths near 2^32 whose sum, or whose sum with the position, would wrap
+  // a 32-bit (or careless 64-bit) bound check.
+  const std::vector<std::pair<uint32_t, uint32_t>> cases = {
+      {UINT32_MAX, UINT32_MAX},   {UINT32_MAX, 1}, {1, UINT32_MAX},
+      {0x80000000u, 0x80000000u}, {0, UINT32_MAX}, {UINT32_MAX, 0},
+  };
+  for (const auto& [klen, vlen] : cases) {
+    SCOPED_TRACE(std::to_string(klen) + " + " + std::to_string(vlen));
+    std::string s;
+    PutFixed32(&s, 1);
+    PutFixed32(&s, klen);
+    PutFixed32(&s, vlen);
+    s += "some bytes that are far fewer than claimed";
+    MetaEntries entries;
+    Status st = DecodeMetadata(s, &entries);
+    EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+    EXPECT_TRUE(Contains(st.message(), "runs past the section"));
+  }
+}
+
+TEST(MetadataTest, HugeCountIsCorruptionNotALongLoop) {
+  std::string s = EncodeMeta({{"a", "b"}});
+  EncodeFixed32(&s[0], UINT32_MAX);
+  MetaEntries entries;
+  Status st = DecodeMetadata(s, &entries);
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_TRUE(Contains(st.message(), "entry 1"));
 }
 
 }  // namespace

@@ -13,12 +13,14 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <random>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "testutil.h"
@@ -133,13 +135,21 @@ void PatchByte(const std::string& path, uint64_t offset, uint8_t v) {
   test::WriteFile(path, b);
 }
 
+// Byte offsets of fields of the index header (docs/format.md).
+constexpr uint64_t kNamesSizeField = 136;
+constexpr uint64_t kMetaOffsetField = 144;
+constexpr uint64_t kMetaSizeField = 152;
+// The body checksum is the field just before the header checksum.
+constexpr uint64_t kBodyChecksumField = IndexHeader::kHeaderChecksumOffset - 8;
+
 // Recomputes the body checksum and the header checksum of an index, so a
 // patched field is seen by the rule under test rather than by a checksum.
 void ResealIndex(const std::string& index_path) {
   std::string b = test::ReadFile(index_path);
   ASSERT_GE(b.size(), IndexHeader::kEncodedLength);
-  EncodeFixed64(&b[144], Checksum64(b.data() + IndexHeader::kEncodedLength,
-                                    b.size() - IndexHeader::kEncodedLength));
+  EncodeFixed64(&b[kBodyChecksumField],
+                Checksum64(b.data() + IndexHeader::kEncodedLength,
+                           b.size() - IndexHeader::kEncodedLength));
   EncodeFixed64(&b[IndexHeader::kHeaderChecksumOffset],
                 Checksum64(b.data(), IndexHeader::kHeaderChecksumOffset));
   test::WriteFile(index_path, b);
@@ -824,7 +834,7 @@ TEST_F(ReaderTest, IndexWithTrailingBytesIsCorruption) {
 
 TEST_F(ReaderTest, SectionPastEndOfIndexIsCorruption) {
   const IndexHeader h = ReadIndexHeader(index_path());
-  Patch64(index_path(), 136, h.names.size + 1);  // names.size
+  Patch64(index_path(), kNamesSizeField, h.names.size + 1);
   ResealIndex(index_path());
   Status s = OpenStatus();
   EXPECT_TRUE(s.IsCorruption()) << s.ToString();
@@ -1297,6 +1307,283 @@ TEST(ReaderMemoryTest, EmptyRegionIsCorruption) {
   EXPECT_TRUE(s.IsCorruption()) << s.ToString();
   EXPECT_TRUE(Contains(s.message(), "mem/index.ufs: empty file"));
   EXPECT_EQ(r, nullptr);
+}
+
+// ---------------------------------------------------------------------------
+// Metadata
+// ---------------------------------------------------------------------------
+
+using MetaEntries = std::vector<std::pair<std::string_view, std::string_view>>;
+
+const std::map<std::string, std::string>& StandardMetadata() {
+  static const std::map<std::string, std::string> kMeta = {
+      {kMetaSourceRoot, "/data/pets"},
+      {"binary", std::string("\0\xff\n\x01", 4)},
+      {"empty", ""},
+  };
+  return kMeta;
+}
+
+// WritePack, with metadata entries set (in reverse key order, to show the
+// writer sorts them).
+Status WritePackWithMetadata(const std::string& dir,
+                             const std::vector<std::string>& classes,
+                             const std::vector<Item>& items,
+                             const std::map<std::string, std::string>& meta,
+                             const PackWriterOptions& options = {}) {
+  std::unique_ptr<PackWriter> w;
+  UFSPACK_RETURN_IF_ERROR(PackWriter::Create(dir, options, &w));
+  for (auto it = meta.rbegin(); it != meta.rend(); ++it) {
+    UFSPACK_RETURN_IF_ERROR(w->SetMetadata(it->first, it->second));
+  }
+  for (const std::string& c : classes) UFSPACK_RETURN_IF_ERROR(w->AddClass(c));
+  for (const Item& it : items) {
+    UFSPACK_RETURN_IF_ERROR(
+        w->Add(it.name, options.flat ? kNoLabel : it.label, it.bytes));
+  }
+  return w->Finish();
+}
+
+TEST_F(ReaderTest, PackWithoutMetadataHasNone) {
+  const IndexHeader h = ReadIndexHeader(index_path());
+  EXPECT_EQ(h.meta.size, 0u);
+  std::unique_ptr<Reader> r = MustOpen();
+  ASSERT_NE(r, nullptr);
+  MetaEntries entries = {{"stale", "entry"}};
+  Status s = r->ListMetadata(&entries);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(entries.empty());
+  std::string_view value = "untouched";
+  s = r->GetMetadata(kMetaSourceRoot, &value);
+  EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(), "no metadata 'source_root'"));
+  EXPECT_TRUE(Contains(s.message(), index_path()));
+  EXPECT_EQ(value, "untouched");
+}
+
+// The ReaderTest pack with StandardMetadata().
+class ReaderMetadataTest : public ReaderTest {
+ protected:
+  void SetUp() override {
+    items_ = StandardItems();
+    PackWriterOptions options;
+    options.compress = true;
+    Status s = WritePackWithMetadata(dir(), StandardClasses(), items_,
+                                     StandardMetadata(), options);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    header_ = ReadIndexHeader(index_path());
+  }
+  IndexHeader header_;
+};
+
+TEST_F(ReaderMetadataTest, WriterPutsMetadataAfterTheNamePool) {
+  EXPECT_EQ(header_.meta.offset, header_.names.offset + header_.names.size);
+  EXPECT_EQ(header_.meta.offset + header_.meta.size, header_.index_size);
+  std::string expected;
+  EncodeMetadata(StandardMetadata(), &expected);
+  EXPECT_EQ(header_.meta.size, expected.size());
+  EXPECT_TRUE(test::ReadFile(index_path()).substr(header_.meta.offset) ==
+              expected);
+}
+
+TEST_F(ReaderMetadataTest, GetMetadataFindsEveryKey) {
+  std::unique_ptr<Reader> r = MustOpen();
+  ASSERT_NE(r, nullptr);
+  for (const auto& [key, want] : StandardMetadata()) {
+    SCOPED_TRACE(key);
+    std::string_view value;
+    Status s = r->GetMetadata(key, &value);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_TRUE(value == want);
+  }
+  std::string_view root;
+  ASSERT_TRUE(r->GetMetadata(kMetaSourceRoot, &root).ok());
+  EXPECT_EQ(root, "/data/pets");
+  std::string_view empty = "not yet";
+  ASSERT_TRUE(r->GetMetadata("empty", &empty).ok());  // found, and empty
+  EXPECT_EQ(empty, "");
+}
+
+TEST_F(ReaderMetadataTest, GetMetadataMissIsNotFound) {
+  std::unique_ptr<Reader> r = MustOpen();
+  ASSERT_NE(r, nullptr);
+  // Prefixes, extensions and case variants of real keys are other keys.
+  for (std::string_view key :
+       {"nope", "source", "source_root/", "Source_Root", "", "bin"}) {
+    SCOPED_TRACE(key);
+    std::string_view value = "untouched";
+    Status s = r->GetMetadata(key, &value);
+    EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+    EXPECT_TRUE(Contains(s.message(), "no metadata '" + std::string(key)));
+    EXPECT_EQ(value, "untouched");
+  }
+}
+
+TEST_F(ReaderMetadataTest, ListMetadataIsInKeyOrder) {
+  std::unique_ptr<Reader> r = MustOpen();
+  ASSERT_NE(r, nullptr);
+  MetaEntries entries;
+  Status s = r->ListMetadata(&entries);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(entries[0].first, "binary");
+  EXPECT_EQ(entries[0].second, std::string_view("\0\xff\n\x01", 4));
+  EXPECT_EQ(entries[1].first, "empty");
+  EXPECT_EQ(entries[1].second, "");
+  EXPECT_EQ(entries[2].first, kMetaSourceRoot);
+  EXPECT_EQ(entries[2].second, "/data/pets");
+}
+
+TEST_F(ReaderMetadataTest, MetadataDoesNotDisturbRecords) {
+  ReaderOptions verify;
+  verify.verify_index_checksum = true;
+  std::unique_ptr<Reader> r = MustOpen(verify);
+  ASSERT_NE(r, nullptr);
+  Status s = r->CheckIndex();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  for (uint64_t i = 0; i < items_.size(); ++i) {
+    std::string out;
+    ASSERT_TRUE(r->Read(i, &out).ok()) << i;
+    EXPECT_EQ(out, items_[i].bytes) << i;
+    uint64_t found = 0;
+    ASSERT_TRUE(r->Find(items_[i].name, &found).ok()) << i;
+    EXPECT_EQ(found, i);
+  }
+}
+
+TEST(ReaderMetadataEmptyPackTest, EmptyFlatPackWithMetadata) {
+  TempDir tmp;
+  PackWriterOptions options;
+  options.flat = true;
+  ASSERT_TRUE(WritePackWithMetadata(tmp / "p", {}, {}, {{kMetaSourceRoot, "."}},
+                                    options)
+                  .ok());
+  std::unique_ptr<Reader> r;
+  Status s = OpenPack(tmp / "p", &r);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(r->size(), 0u);
+  std::string_view root;
+  ASSERT_TRUE(r->GetMetadata(kMetaSourceRoot, &root).ok());
+  EXPECT_EQ(root, ".");
+  EXPECT_TRUE(r->CheckIndex().ok());
+}
+
+TEST_F(ReaderMetadataTest, DamagedMetadataIsCaughtWhenUsedNotAtOpen) {
+  // The entry count says 4 entries; the section holds 3.  Open does not
+  // parse the metadata (it stays O(1)), so it succeeds and records read;
+  // the damage shows when the metadata is used, and in CheckIndex.
+  Patch32(index_path(), header_.meta.offset, 4);
+  std::unique_ptr<Reader> r = MustOpen();
+  ASSERT_NE(r, nullptr);
+  std::string out;
+  ASSERT_TRUE(r->Read(0, &out).ok());
+  EXPECT_EQ(out, items_[0].bytes);
+  std::string_view value;
+  Status s = r->GetMetadata(kMetaSourceRoot, &value);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(), "metadata: entry 3"));
+  EXPECT_TRUE(Contains(s.message(), index_path()));
+  MetaEntries entries;
+  s = r->ListMetadata(&entries);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  s = r->CheckIndex();
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(), "body checksum mismatch"));
+  // Verifying the index checksum at Open catches it there.
+  ReaderOptions verify;
+  verify.verify_index_checksum = true;
+  s = OpenStatus(verify);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(), "body checksum mismatch"));
+}
+
+TEST_F(ReaderMetadataTest, CheckIndexParsesMetadata) {
+  // A key length running past the section, with every checksum recomputed:
+  // only parsing the metadata finds it.
+  Patch32(index_path(), header_.meta.offset + 4, 0xFFFFFFF0u);
+  ResealIndex(index_path());
+  ReaderOptions verify;
+  verify.verify_index_checksum = true;
+  std::unique_ptr<Reader> r = MustOpen(verify);
+  ASSERT_NE(r, nullptr);
+  std::string_view value;
+  Status s = r->GetMetadata(kMetaSourceRoot, &value);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(), "runs past the section"));
+  s = r->CheckIndex();
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(), "metadata"));
+  EXPECT_TRUE(Contains(s.message(), index_path()));
+  // Records are unaffected.
+  for (uint64_t i = 0; i < items_.size(); ++i) {
+    std::string out;
+    ASSERT_TRUE(r->Read(i, &out).ok()) << i;
+  }
+}
+
+TEST_F(ReaderMetadataTest, ShrunkMetadataSectionIsCaughtWhenUsed) {
+  Patch64(index_path(), kMetaSizeField, header_.meta.size - 1);
+  ResealIndex(index_path());
+  std::unique_ptr<Reader> r = MustOpen();  // still a valid layout
+  ASSERT_NE(r, nullptr);
+  std::string_view value;
+  Status s = r->GetMetadata(kMetaSourceRoot, &value);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  s = r->CheckIndex();
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(), "metadata"));
+}
+
+TEST_F(ReaderMetadataTest, MetadataPastEndOfIndexIsCorruption) {
+  Patch64(index_path(), kMetaSizeField, header_.meta.size + 1);
+  ResealIndex(index_path());
+  Status s = OpenStatus();
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(), "metadata"));
+  EXPECT_TRUE(Contains(s.message(), "outside the index"));
+  EXPECT_TRUE(Contains(s.message(), index_path()));
+}
+
+TEST_F(ReaderMetadataTest, MetadataOverlappingNamePoolIsCorruption) {
+  Patch64(index_path(), kMetaOffsetField, header_.meta.offset - 1);
+  ResealIndex(index_path());
+  Status s = OpenStatus();
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(), "name pool overlaps metadata"));
+}
+
+// Any single-byte flip of the metadata section, even with the checksums
+// recomputed, leaves Open working and either parses or is Corruption.
+TEST_F(ReaderMetadataTest, EveryMetadataByteFlipIsCorruptionOrParses) {
+  const std::string index = test::ReadFile(index_path());
+  const std::string data = test::ReadFile(data_path());
+  for (uint64_t off = header_.meta.offset; off < index.size(); ++off) {
+    for (uint8_t mask : {uint8_t{0x01}, uint8_t{0x80}}) {
+      SCOPED_TRACE("offset " + std::to_string(off) + " mask " +
+                   std::to_string(mask));
+      std::string damaged = index;
+      damaged[off] = static_cast<char>(damaged[off] ^ mask);
+      EncodeFixed64(&damaged[kBodyChecksumField],
+                    Checksum64(damaged.data() + IndexHeader::kEncodedLength,
+                               damaged.size() - IndexHeader::kEncodedLength));
+      EncodeFixed64(
+          &damaged[IndexHeader::kHeaderChecksumOffset],
+          Checksum64(damaged.data(), IndexHeader::kHeaderChecksumOffset));
+      std::unique_ptr<Reader> r;
+      Status s = OpenInMemory(damaged, data, &r);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      MetaEntries entries;
+      s = r->ListMetadata(&entries);
+      Status check = r->CheckIndex();
+      if (s.ok()) {
+        EXPECT_TRUE(check.ok()) << check.ToString();
+        EXPECT_EQ(entries.size(), 3u);
+      } else {
+        EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+        EXPECT_TRUE(check.IsCorruption()) << check.ToString();
+      }
+    }
+  }
 }
 
 // A data file that claims to be huge (2^48 bytes) without holding them:

@@ -31,6 +31,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -96,6 +97,10 @@ class UFSPACK_EXPORT PackWriter {
   Status AddFromFd(std::string_view name, uint32_t label, int fd, uint64_t size,
                    const std::string& path);
 
+  // Sets a metadata entry (e.g. kMetaSourceRoot), replacing any earlier
+  // value for `key`.  Stored in key order.
+  Status SetMetadata(std::string_view key, std::string_view value);
+
   // Writes the index and publishes the pack.  Sets *pack_id if non-null.
   Status Finish(PackId* pack_id = nullptr);
 
@@ -129,6 +134,7 @@ class UFSPACK_EXPORT PackWriter {
   std::vector<RecordEntry> records_;
   std::vector<ClassEntry> classes_;
   std::string names_;
+  std::map<std::string, std::string> metadata_;
   Status status_;
   bool finished_ = false;
 };
@@ -151,8 +157,8 @@ struct BuildOptions {
   // denied, changed while read) is skipped and reported instead of failing
   // the build.  Also skips unreadable directories.
   bool skip_unreadable = false;
-  // Called from the calling thread about four times a second and once at
-  // the end.
+  // Called from the calling thread once the files are counted, about four
+  // times a second while packing, and once at the end.
   std::function<void(const BuildProgress&)> progress;
   // Polled; when it becomes true the build stops with Aborted and leaves
   // the output directory as it was.

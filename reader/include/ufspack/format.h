@@ -7,10 +7,11 @@
 //
 //   data.ufs   DataHeader (64 bytes), then every record's stored bytes back
 //              to back.
-//   index.ufs  IndexHeader (160 bytes), then four sections located by the
+//   index.ufs  IndexHeader (176 bytes), then five sections located by the
 //              header: the record table (RecordEntry, 56 bytes each), the
 //              class table (ClassEntry, 32 bytes each), the name lookup table
-//              (uint32 slots) and the name pool (raw bytes).
+//              (uint32 slots), the name pool (raw bytes) and the metadata
+//              (key/value pairs such as the source root).
 //
 // Every structure encodes itself with EncodeTo() and decodes with
 // DecodeFrom(); nothing is ever read by casting a struct over mapped bytes.
@@ -25,8 +26,11 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "ufspack/export.h"
 #include "ufspack/status.h"
@@ -130,9 +134,9 @@ struct Section {
 };
 
 struct UFSPACK_EXPORT IndexHeader {
-  static constexpr size_t kEncodedLength = 160;
+  static constexpr size_t kEncodedLength = 176;
   // Offset of header_checksum: it covers bytes [0, kHeaderChecksumOffset).
-  static constexpr size_t kHeaderChecksumOffset = 152;
+  static constexpr size_t kHeaderChecksumOffset = 168;
 
   uint32_t version = kFormatVersion;
   uint32_t required_flags = 0;
@@ -148,7 +152,8 @@ struct UFSPACK_EXPORT IndexHeader {
   Section classes;             // class_count * ClassEntry::kEncodedLength bytes
   Section lookup;              // lookup slot count * 4 bytes
   Section names;               // the name pool
-  uint64_t body_checksum = 0;  // Checksum64 of bytes [160, index_size)
+  Section meta;                // key/value metadata, may be empty
+  uint64_t body_checksum = 0;  // Checksum64 of bytes [176, index_size)
 
   bool flat() const { return (optional_flags & kOptionalFlagFlat) != 0; }
   uint64_t lookup_slots() const { return lookup.size / 4; }
@@ -221,6 +226,23 @@ inline uint64_t LookupHome(uint64_t hash, uint64_t slots) {
 inline uint32_t NameHashTag(uint64_t hash) {
   return static_cast<uint32_t>(hash >> 32);
 }
+
+// ---------------------------------------------------------------------------
+// Metadata section
+// ---------------------------------------------------------------------------
+
+// Keys written by `ufspack build`.
+inline constexpr char kMetaSourceRoot[] = "source_root";  // the <dir> packed
+
+// Encodes key/value pairs in key order (so output is deterministic).  An
+// empty map encodes to nothing (an empty section).
+UFSPACK_EXPORT void EncodeMetadata(
+    const std::map<std::string, std::string>& entries, std::string* dst);
+// Decodes a metadata section: u32 count, then per entry u32 key length, u32
+// value length, key, value.  Views point into `section`.
+UFSPACK_EXPORT Status DecodeMetadata(
+    std::string_view section,
+    std::vector<std::pair<std::string_view, std::string_view>>* entries);
 
 }  // namespace ufspack
 

@@ -164,6 +164,16 @@ class UFSPACK_EXPORT Reader {
   // data.ufs.  Returns the first problem found.
   Status CheckIndex() const;
 
+  // The value of metadata `key` (e.g. kMetaSourceRoot, the directory the
+  // pack was built from, as given to `ufspack build`).  NotFound if absent;
+  // Corruption if the metadata section is malformed.  The view is valid
+  // while the Reader lives.
+  Status GetMetadata(std::string_view key, std::string_view* value) const;
+  // Every metadata entry, in key order.
+  Status ListMetadata(
+      std::vector<std::pair<std::string_view, std::string_view>>* entries)
+      const;
+
  private:
   Reader() = default;
   Status Init();
@@ -180,6 +190,7 @@ class UFSPACK_EXPORT Reader {
   std::string_view classes_;  // class table bytes
   std::string_view lookup_;   // lookup slots
   std::string_view names_;    // name pool
+  std::string_view meta_;     // metadata section
 };
 
 // Resolves a pack path given to Reader::Open() into its two file paths.

@@ -1,0 +1,427 @@
+// Copyright 2026 The ufspack Authors.
+//
+// ufspack._core: a thin pybind11 layer over the C++ reader, packer and
+// decoder.  All dataset behaviour lives in python/ufspack/*.py.
+//
+// Conventions:
+//   * arguments are converted while holding the GIL; every pread, decode and
+//     build runs inside a gil_scoped_release touching no Python object;
+//   * paths and record names cross as bytes (os.fsencode / os.fsdecode are
+//     the Python side's business), so non-UTF-8 names survive;
+//   * decoded images become numpy arrays that own the decoder's buffer (no
+//     copy); record bytes are read straight into a new bytes object;
+//   * Status codes map to Python exceptions: NotFound -> FileNotFoundError,
+//     InvalidArgument/NotSupported -> ValueError, OutOfRange -> IndexError,
+//     Corruption -> CorruptPackError (an OSError), IOError -> OSError,
+//     Aborted -> KeyboardInterrupt.
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "ufspack/builder.h"
+#include "ufspack/decode.h"
+#include "ufspack/reader.h"
+
+namespace py = pybind11;
+
+namespace ufspack {
+namespace {
+
+PyObject* g_corrupt_pack_error = nullptr;
+
+// Raises the Python exception for a failed Status.  REQUIRES: GIL held.
+[[noreturn]] void Raise(const Status& s) {
+  const std::string msg(s.message());
+  PyObject* type = PyExc_RuntimeError;
+  switch (s.code()) {
+    case Status::Code::kNotFound:
+      type = PyExc_FileNotFoundError;
+      break;
+    case Status::Code::kInvalidArgument:
+    case Status::Code::kNotSupported:
+      type = PyExc_ValueError;
+      break;
+    case Status::Code::kOutOfRange:
+      type = PyExc_IndexError;
+      break;
+    case Status::Code::kCorruption:
+      type = g_corrupt_pack_error;
+      break;
+    case Status::Code::kIOError:
+      if (s.errno_value() != 0) {
+        py::object err = py::reinterpret_steal<py::object>(
+            PyObject_CallFunction(PyExc_OSError, "is", s.errno_value(), msg.c_str()));
+        PyErr_SetObject(PyExc_OSError, err.ptr());
+        throw py::error_already_set();
+      }
+      type = PyExc_OSError;
+      break;
+    case Status::Code::kAborted:
+      type = PyExc_KeyboardInterrupt;
+      break;
+    case Status::Code::kOk:
+      return Raise(Status::IOError("internal error: Raise(OK)"));
+  }
+  PyErr_SetString(type, msg.c_str());
+  throw py::error_already_set();
+}
+
+void Check(const Status& s) {
+  if (!s.ok()) Raise(s);
+}
+
+py::array_t<uint8_t> ToArray(RgbImage* img) {
+  const py::ssize_t h = img->height, w = img->width;
+  uint8_t* p = img->pixels.release();
+  py::capsule owner(p, [](void* q) { delete[] static_cast<uint8_t*>(q); });
+  return py::array_t<uint8_t>({h, w, py::ssize_t{3}}, {w * 3, py::ssize_t{3}, py::ssize_t{1}},
+                              p, owner);
+}
+
+// Result of reading and decoding one record without the GIL.
+struct Decoded {
+  Status status;   // read error, or decode error other than NotSupported
+  RgbImage image;  // set when the fast decoder handled it
+  std::string fallback;  // the encoded bytes, when PIL must decode
+  std::string reason;    // why the fast path declined
+};
+
+// Reads record `i` into a per-thread buffer and decodes it.
+void ReadAndDecode(const Reader& reader, uint64_t i, Decoded* out) {
+  thread_local std::string buffer;
+  Record rec;
+  out->status = reader.GetRecord(i, &rec);
+  if (!out->status.ok()) return;
+  if (buffer.size() < rec.original_length) buffer.resize(rec.original_length);
+  out->status = reader.Read(rec, buffer.data(), buffer.size());
+  if (!out->status.ok()) return;
+  Status d = DecodeRgb(buffer.data(), rec.original_length, &out->image);
+  if (d.IsNotSupported()) {
+    out->fallback.assign(buffer.data(), rec.original_length);
+    out->reason = std::string(d.message());
+  } else if (!d.ok()) {
+    // The fast decoder rejected the bytes: PIL decides what the error is,
+    // exactly as ImageFolder would report it.
+    out->fallback.assign(buffer.data(), rec.original_length);
+    out->reason = std::string(d.message());
+  }
+}
+
+// (array, None) from the fast path, or (None, bytes) for PIL.
+py::tuple DecodedToPython(Decoded* d) {
+  if (!d->status.ok()) Raise(d->status);
+  if (d->image.pixels) return py::make_tuple(ToArray(&d->image), py::none());
+  return py::make_tuple(py::none(), py::bytes(d->fallback));
+}
+
+class PyReader {
+ public:
+  PyReader(const py::bytes& path, bool verify_checksums) {
+    const std::string p = path;
+    ReaderOptions o;
+    o.verify_checksums = verify_checksums;
+    std::unique_ptr<Reader> r;
+    Status s;
+    {
+      py::gil_scoped_release nogil;
+      s = Reader::Open(p, o, &r);
+    }
+    Check(s);
+    reader_ = std::move(r);
+  }
+
+  uint64_t size() const { return reader_->size(); }
+
+  Record GetRecord(uint64_t i) const {
+    Record r;
+    Check(reader_->GetRecord(i, &r));
+    return r;
+  }
+
+  py::bytes Name(uint64_t i) const {
+    Record r = GetRecord(i);
+    return py::bytes(r.name.data(), r.name.size());
+  }
+
+  int64_t Label(uint64_t i) const {
+    Record r = GetRecord(i);
+    return r.label == kNoLabel ? -1 : static_cast<int64_t>(r.label);
+  }
+
+  py::dict RecordInfo(uint64_t i) const {
+    Record r = GetRecord(i);
+    py::dict d;
+    d["index"] = r.index;
+    d["name"] = py::bytes(r.name.data(), r.name.size());
+    d["label"] = r.label == kNoLabel ? -1 : static_cast<int64_t>(r.label);
+    d["size"] = r.original_length;
+    d["stored_size"] = r.stored_length;
+    d["offset"] = r.offset;
+    d["codec"] = CodecName(r.codec);
+    d["checksum"] = r.checksum;
+    return d;
+  }
+
+  // Labels of all records as int64 (-1 in a flat pack), computed in C++.
+  py::array_t<int64_t> Labels() const {
+    const uint64_t n = reader_->size();
+    py::array_t<int64_t> out(static_cast<py::ssize_t>(n));
+    int64_t* p = out.mutable_data();
+    Status s;
+    {
+      py::gil_scoped_release nogil;
+      for (uint64_t i = 0; i < n && s.ok(); ++i) {
+        Record r;
+        s = reader_->GetRecord(i, &r);
+        p[i] = r.label == kNoLabel ? -1 : static_cast<int64_t>(r.label);
+      }
+    }
+    Check(s);
+    return out;
+  }
+
+  std::vector<py::bytes> ClassNames() const {
+    std::vector<py::bytes> out;
+    for (uint64_t c = 0; c < reader_->class_count(); ++c) {
+      ClassInfo ci;
+      Check(reader_->GetClass(c, &ci));
+      out.emplace_back(ci.name.data(), ci.name.size());
+    }
+    return out;
+  }
+
+  uint64_t Find(const py::bytes& name) const {
+    const std::string n = name;
+    uint64_t i = 0;
+    Check(reader_->Find(n, &i));
+    return i;
+  }
+
+  py::bytes Read(uint64_t i) const {
+    Record r = GetRecord(i);
+    py::bytes out = py::reinterpret_steal<py::bytes>(
+        PyBytes_FromStringAndSize(nullptr, static_cast<py::ssize_t>(r.original_length)));
+    if (!out) throw py::error_already_set();
+    char* dst = PyBytes_AS_STRING(out.ptr());
+    Status s;
+    {
+      py::gil_scoped_release nogil;
+      s = reader_->Read(r, dst, r.original_length);
+    }
+    Check(s);
+    return out;
+  }
+
+  // Reads record i into a writable buffer; returns the byte count.
+  size_t ReadInto(uint64_t i, py::buffer buffer) const {
+    py::buffer_info b = buffer.request(true);
+    if (b.ndim != 1 || b.itemsize != 1 || b.strides[0] != 1) {
+      Raise(Status::InvalidArgument("read_into needs a contiguous byte buffer"));
+    }
+    Record r = GetRecord(i);
+    Status s;
+    {
+      py::gil_scoped_release nogil;
+      s = reader_->Read(r, static_cast<char*>(b.ptr), static_cast<size_t>(b.size));
+    }
+    Check(s);
+    return r.original_length;
+  }
+
+  py::tuple ReadDecode(uint64_t i) const {
+    Decoded d;
+    {
+      py::gil_scoped_release nogil;
+      ReadAndDecode(*reader_, i, &d);
+    }
+    return DecodedToPython(&d);
+  }
+
+  // Reads and decodes many records on up to `threads` threads, releasing
+  // the GIL once for the whole batch.
+  py::list ReadDecodeBatch(const std::vector<uint64_t>& indices, int threads) const {
+    std::vector<Decoded> results(indices.size());
+    {
+      py::gil_scoped_release nogil;
+      const size_t n = indices.size();
+      const size_t t = std::min<size_t>(std::max(threads, 1), std::max<size_t>(n, 1));
+      std::atomic<size_t> next{0};
+      auto work = [&] {
+        for (size_t k; (k = next.fetch_add(1)) < n;) {
+          ReadAndDecode(*reader_, indices[k], &results[k]);
+        }
+      };
+      std::vector<std::thread> pool;
+      for (size_t k = 1; k < t; ++k) pool.emplace_back(work);
+      work();
+      for (auto& th : pool) th.join();
+    }
+    py::list out;
+    for (Decoded& d : results) out.append(DecodedToPython(&d));
+    return out;
+  }
+
+  py::dict Info() const {
+    const PackInfo& i = reader_->info();
+    py::dict d;
+    d["index_path"] = py::bytes(i.index_path);
+    d["data_path"] = py::bytes(i.data_path);
+    d["version"] = i.version;
+    d["pack_id"] = i.pack_id.ToHex();
+    d["records"] = i.record_count;
+    d["classes"] = i.class_count;
+    d["data_size"] = i.data_size;
+    d["index_size"] = i.index_size;
+    d["flat"] = i.flat;
+    return d;
+  }
+
+  py::object Metadata(const py::bytes& key) const {
+    const std::string k = key;
+    std::string_view v;
+    Status s = reader_->GetMetadata(k, &v);
+    if (s.IsNotFound()) return py::none();
+    Check(s);
+    return py::bytes(v.data(), v.size());
+  }
+
+  void CheckIndex() const {
+    Status s;
+    {
+      py::gil_scoped_release nogil;
+      s = reader_->CheckIndex();
+    }
+    Check(s);
+  }
+
+ private:
+  std::shared_ptr<const Reader> reader_;
+};
+
+py::dict Build(const py::bytes& src, const py::bytes& dst, int threads,
+               const std::string& compress, int level,
+               const std::optional<std::vector<std::string>>& extensions,
+               bool all_files, bool flat, bool allow_empty, bool skip_unreadable,
+               const std::function<void(uint64_t, uint64_t, uint64_t, uint64_t)>& progress) {
+  BuildOptions o;
+  o.threads = threads;
+  if (compress == "zstd") {
+    o.writer.compress = true;
+    o.writer.zstd_level = level;
+  } else if (compress != "none") {
+    Raise(Status::InvalidArgument("compress must be 'none' or 'zstd', not '" + compress + "'"));
+  }
+  if (extensions) o.scan.extensions = *extensions;
+  o.scan.all_files = all_files;
+  o.scan.flat = flat;
+  o.scan.allow_empty = allow_empty;
+  o.skip_unreadable = skip_unreadable;
+  std::atomic<bool> cancel{false};
+  o.cancel = &cancel;
+  // A Python error raised while building (Ctrl-C, or from the progress
+  // callback) cancels the build and is re-raised afterwards.
+  std::shared_ptr<py::error_already_set> saved_error;
+  o.progress = [&](const BuildProgress& p) {
+    py::gil_scoped_acquire gil;
+    try {
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      if (progress) progress(p.files_done, p.files_total, p.bytes_in, p.bytes_out);
+    } catch (py::error_already_set& e) {
+      saved_error = std::make_shared<py::error_already_set>(std::move(e));
+      cancel = true;
+    }
+  };
+  BuildSummary summary;
+  Status s;
+  const std::string src_s = src, dst_s = dst;
+  {
+    py::gil_scoped_release nogil;
+    s = BuildPack(src_s, dst_s, o, &summary);
+  }
+  if (saved_error) {
+    saved_error->restore();
+    throw py::error_already_set();
+  }
+  Check(s);
+  py::dict d;
+  d["files"] = summary.files;
+  d["classes"] = summary.classes;
+  d["skipped"] = summary.skipped;
+  d["compressed"] = summary.compressed;
+  d["bytes_in"] = summary.bytes_in;
+  d["bytes_out"] = summary.bytes_out;
+  d["index_bytes"] = summary.index_bytes;
+  d["seconds"] = summary.seconds;
+  d["pack_id"] = summary.pack_id.ToHex();
+  py::list warnings;
+  for (const auto& w : summary.warnings) warnings.append(py::bytes(w));
+  d["warnings"] = warnings;
+  return d;
+}
+
+}  // namespace
+}  // namespace ufspack
+
+PYBIND11_MODULE(_core, m) {
+  using namespace ufspack;
+  m.doc() = "ufspack C++ core: pack reader, builder and image decoder (private; use ufspack)";
+  static py::exception<std::runtime_error> corrupt(m, "CorruptPackError", PyExc_OSError);
+  g_corrupt_pack_error = corrupt.ptr();
+  m.attr("__version__") = UFSPACK_VERSION;
+  m.attr("NO_LABEL") = -1;
+
+  py::class_<PyReader>(m, "Reader")
+      .def(py::init<const py::bytes&, bool>(), py::arg("path"), py::arg("verify_checksums") = true)
+      .def("__len__", &PyReader::size)
+      .def("name", &PyReader::Name, py::arg("i"))
+      .def("label", &PyReader::Label, py::arg("i"))
+      .def("record", &PyReader::RecordInfo, py::arg("i"))
+      .def("labels", &PyReader::Labels)
+      .def("class_names", &PyReader::ClassNames)
+      .def("find", &PyReader::Find, py::arg("name"))
+      .def("read", &PyReader::Read, py::arg("i"))
+      .def("read_into", &PyReader::ReadInto, py::arg("i"), py::arg("buffer"))
+      .def("read_decode", &PyReader::ReadDecode, py::arg("i"))
+      .def("read_decode_batch", &PyReader::ReadDecodeBatch, py::arg("indices"),
+           py::arg("threads") = 4)
+      .def("info", &PyReader::Info)
+      .def("metadata", &PyReader::Metadata, py::arg("key"))
+      .def("check_index", &PyReader::CheckIndex);
+
+  m.def(
+      "decode_rgb",
+      [](const py::bytes& data) -> py::object {
+        const std::string bytes = data;
+        RgbImage img;
+        Status s;
+        {
+          py::gil_scoped_release nogil;
+          s = DecodeRgb(bytes.data(), bytes.size(), &img);
+        }
+        if (!s.ok()) return py::none();
+        return ToArray(&img);
+      },
+      py::arg("data"),
+      "Decodes to an HxWx3 uint8 RGB array with PIL's pixels, or None when PIL must decode it.");
+  m.def(
+      "sniff_format",
+      [](const py::bytes& data) {
+        const std::string bytes = data;
+        return std::string(ImageFormatName(SniffImageFormat(bytes.data(), bytes.size())));
+      },
+      py::arg("data"));
+  m.def("build", &Build, py::arg("src"), py::arg("dst"), py::arg("threads") = 32,
+        py::arg("compress") = "none", py::arg("level") = 3, py::arg("extensions") = py::none(),
+        py::arg("all_files") = false, py::arg("flat") = false, py::arg("allow_empty") = false,
+        py::arg("skip_unreadable") = false, py::arg("progress") = nullptr);
+}

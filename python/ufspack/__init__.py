@@ -1,0 +1,28 @@
+"""ufspack: small-file packs with one-pread random access, for PyTorch.
+
+Build a pack once::
+
+    ufspack.build("/nas/imagenet/train", "/nas/imagenet/train.ufspack")
+    # or: ufspack build /nas/imagenet/train -o /nas/imagenet/train.ufspack
+
+then read it with the same classes, labels, order and pixels as
+``torchvision.datasets.ImageFolder`` on the original directory::
+
+    dataset = ufspack.MyImageFolder("/nas/imagenet/train.ufspack", transform)
+
+See docs/python.md.
+"""
+
+from ufspack._core import CorruptPackError, __version__
+from ufspack.build import build
+from ufspack.dataset import IMG_EXTENSIONS, MyImageFolder
+from ufspack.pack import Pack
+
+__all__ = [
+    "CorruptPackError",
+    "IMG_EXTENSIONS",
+    "MyImageFolder",
+    "Pack",
+    "__version__",
+    "build",
+]

@@ -1,0 +1,97 @@
+"""ufspack.build: pack a directory from Python (the C++ packer)."""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, Iterable, Optional, Union
+
+from ufspack import _core
+from ufspack.pack import PathLike
+
+ProgressFn = Callable[[int, int, int, int], None]
+
+
+def _tqdm_progress() -> Optional[Callable[[], tuple]]:
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm
+
+
+def build(
+    src: PathLike,
+    dst: PathLike,
+    *,
+    threads: int = 32,
+    compress: Optional[str] = None,
+    extensions: Optional[Iterable[str]] = None,
+    all_files: bool = False,
+    flat: bool = False,
+    allow_empty: bool = False,
+    skip_unreadable: bool = False,
+    progress: Union[bool, ProgressFn] = True,
+) -> dict:
+    """Packs the tree at ``src`` into ``dst`` (``data.ufs`` + ``index.ufs``).
+
+    The same as ``ufspack build src -o dst``: ImageFolder classes, order and
+    labels; ``threads`` files read concurrently; ``compress="zstd"`` or
+    ``"zstd:<level>"`` stores records compressed when that saves space;
+    ``extensions`` replaces the image suffixes; ``all_files``, ``flat``,
+    ``allow_empty`` and ``skip_unreadable`` as the CLI options.  The pack is
+    published atomically: on error or Ctrl-C ``dst`` is left as it was.
+
+    ``progress``: True shows a tqdm bar when tqdm is installed; a callable is
+    called as ``progress(files_done, files_total, bytes_in, bytes_out)``
+    about four times a second; False shows nothing.
+
+    Returns a summary: files, classes, skipped, compressed, bytes_in,
+    bytes_out, index_bytes, seconds, pack_id, warnings.
+
+    Raises FileNotFoundError (missing ``src``), ValueError (bad options, an
+    empty class, another build writing ``dst``), OSError (I/O errors,
+    unreadable files), KeyboardInterrupt.
+    """
+    mode, level = "none", 3
+    if compress:
+        name, _, lvl = compress.partition(":")
+        if name != "zstd":
+            raise ValueError(f"compress must be 'zstd' or 'zstd:<level>', not {compress!r}")
+        mode = "zstd"
+        if lvl:
+            level = int(lvl)
+    bar = None
+    callback: Optional[ProgressFn] = None
+    if callable(progress):
+        callback = progress
+    elif progress:
+        tqdm = _tqdm_progress()
+        if tqdm is not None:
+            state = {"done": 0}
+
+            def callback(done: int, total: int, bytes_in: int, bytes_out: int) -> None:
+                nonlocal bar
+                if bar is None:
+                    bar = tqdm(total=total, unit="file", desc="packing")
+                bar.update(done - state["done"])
+                state["done"] = done
+
+    try:
+        summary = _core.build(
+            os.fsencode(os.fspath(src)),
+            os.fsencode(os.fspath(dst)),
+            threads=threads,
+            compress=mode,
+            level=level,
+            extensions=list(extensions) if extensions is not None else None,
+            all_files=all_files,
+            flat=flat,
+            allow_empty=allow_empty,
+            skip_unreadable=skip_unreadable,
+            progress=callback,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    summary["warnings"] = [os.fsdecode(w) for w in summary["warnings"]]
+    return summary

@@ -1,0 +1,296 @@
+"""MyImageFolder: a drop-in for torchvision.datasets.ImageFolder on a pack."""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Sequence
+from typing import Any, Callable, Iterator, List, Optional, Tuple
+
+import numpy as np
+
+from ufspack import _core
+from ufspack.pack import Pack, PathLike, _check_index
+
+# torchvision.datasets.folder.IMG_EXTENSIONS
+IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
+
+try:  # the same base class as ImageFolder, when torchvision is installed
+    from torchvision.datasets.vision import VisionDataset as _Base
+
+    _BASE_TAKES_ROOT = True
+except ImportError:  # pragma: no cover - exercised only without torchvision
+    try:
+        from torch.utils.data import Dataset as _Base
+    except ImportError:
+        _Base = object
+    _BASE_TAKES_ROOT = False
+
+OUTPUTS = ("pil", "numpy", "tensor", "bytes")
+
+
+def pil_loader_from_bytes(data: bytes):
+    """The default PIL path: exactly torchvision's pil_loader, on bytes.
+
+    ``Image.open(f).convert("RGB")`` where ``f`` holds the file's bytes.
+    """
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as img:
+        return img.convert("RGB")
+
+
+class _Targets(Sequence):
+    """``targets``: list-like of int backed by one numpy array, so DataLoader
+    workers share it without copy-on-write (no per-item Python objects)."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self._a = array
+
+    def __len__(self) -> int:
+        return len(self._a)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [int(v) for v in self._a[i]]
+        return int(self._a[i])
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._a.tolist())
+
+    def __array__(self, dtype=None):
+        return self._a if dtype is None else self._a.astype(dtype)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (Sequence, np.ndarray)):
+            return len(self) == len(other) and all(int(a) == int(b) for a, b in zip(self._a, other))
+        return NotImplemented
+
+    def count(self, value: Any) -> int:
+        return int(np.count_nonzero(self._a == value))
+
+    def __repr__(self) -> str:
+        return f"<{len(self._a)} targets>"
+
+
+class _Samples(Sequence):
+    """``samples`` / ``imgs``: list-like of ``(path, target)`` where path is
+    the original file path (source root joined with the record name),
+    computed on access from the mapped index."""
+
+    def __init__(self, ds: "MyImageFolder") -> None:
+        self._ds = ds
+
+    def __len__(self) -> int:
+        return len(self._ds)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        k = _check_index(i, len(self))
+        rec = self._ds._record_of(k)
+        reader = self._ds._pack._handle.get()
+        return self._ds._path_of_name(reader.name(rec)), reader.label(rec)
+
+    def __iter__(self) -> Iterator[Tuple[str, int]]:
+        for k in range(len(self)):
+            yield self[k]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence):
+            return len(self) == len(other) and all(tuple(a) == tuple(b) for a, b in zip(self, other))
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} samples>"
+
+
+class MyImageFolder(_Base):
+    """``torchvision.datasets.ImageFolder`` over a pack built by ``ufspack build``.
+
+    Same classes, class_to_idx, samples, targets, imgs, len, order, transforms
+    and pixels as ``ImageFolder`` on the directory the pack was built from;
+    each sample costs one ``pread`` and an in-memory decode with the GIL
+    released.
+
+    Args:
+        root: the pack directory or its ``index.ufs``.
+        transform: applied to the sample (a ``PIL.Image`` in RGB mode by
+            default), as in ImageFolder.
+        target_transform: applied to the target (class index).
+        loader: optional callable receiving the record's original file bytes
+            (``bytes``, exactly the file's contents) and returning the
+            sample.  By default images are decoded in C++ (TurboJPEG for
+            JPEG, OpenCV for PNG/BMP/PPM/PGM) with the same pixels as PIL,
+            falling back to PIL itself for everything else.
+        is_valid_file: optional callable receiving each sample's path (as in
+            ``samples``) and returning whether to keep it, as in ImageFolder.
+        output: ``"pil"`` (default: ``PIL.Image`` RGB, what ImageFolder
+            gives), ``"numpy"`` (HxWx3 uint8 RGB), ``"tensor"`` (3xHxW
+            ``torch.uint8``, like ``transforms.PILToTensor``) or ``"bytes"``
+            (the encoded file).  Ignored when ``loader`` is given.
+        verify: check each record's checksum (default True).
+        source_root: directory to use for ``samples`` paths instead of the
+            one recorded at build time (e.g. when the pack was built on
+            another machine).
+        decode_threads: threads used by ``__getitems__`` to read and decode a
+            batch.
+
+    Raises:
+        FileNotFoundError: the pack does not exist, or (as ImageFolder)
+            ``is_valid_file`` leaves a class without samples.
+        ValueError: the pack was built with ``--flat`` (it has no classes),
+            or ``output`` is unknown.
+        ufspack.CorruptPackError: the pack is damaged (also raised by
+            ``__getitem__`` for a damaged record, naming it).
+    """
+
+    def __init__(
+        self,
+        root: PathLike,
+        transform: Optional[Callable] = None,
+        target_transform: Optional[Callable] = None,
+        loader: Optional[Callable[[bytes], Any]] = None,
+        is_valid_file: Optional[Callable[[str], bool]] = None,
+        *,
+        output: str = "pil",
+        verify: bool = True,
+        source_root: Optional[PathLike] = None,
+        decode_threads: int = 4,
+    ) -> None:
+        if _BASE_TAKES_ROOT:
+            super().__init__(root, transform=transform, target_transform=target_transform)
+        else:
+            self.root = os.path.expanduser(root) if isinstance(root, str) else root
+            self.transform = transform
+            self.target_transform = target_transform
+        if output not in OUTPUTS:
+            raise ValueError(f"output must be one of {OUTPUTS}, not {output!r}")
+        self._pack = Pack(root, verify=verify)
+        info = self._pack.info
+        if info["flat"]:
+            raise ValueError(
+                f"{self._pack.path}: built with --flat, it has no classes; use ufspack.Pack"
+            )
+        self.output = output
+        self.decode_threads = max(1, int(decode_threads))
+        self._custom_loader = loader
+        self.loader = loader if loader is not None else pil_loader_from_bytes
+        self.extensions = IMG_EXTENSIONS if is_valid_file is None else None
+        self.classes: List[str] = self._pack.classes
+        self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
+        root_for_paths = source_root if source_root is not None else info["source_root"]
+        self._source_root = os.fsdecode(os.fspath(root_for_paths)) if root_for_paths else ""
+        self._indices: Optional[np.ndarray] = None  # record index per sample
+        self._targets_array: Optional[np.ndarray] = None
+        if is_valid_file is not None:
+            self._select(is_valid_file)
+        self.samples = _Samples(self)
+        self.imgs = self.samples
+
+    # --- ImageFolder attributes ----------------------------------------------
+
+    @property
+    def targets(self) -> _Targets:
+        if self._targets_array is None:
+            labels = self._pack.labels
+            self._targets_array = labels if self._indices is None else labels[self._indices]
+        return _Targets(self._targets_array)
+
+    def __len__(self) -> int:
+        return len(self._pack) if self._indices is None else len(self._indices)
+
+    def __getitem__(self, index: int) -> Tuple[Any, Any]:
+        k = _check_index(index, len(self))
+        rec = self._record_of(k)
+        reader = self._pack._handle.get()
+        target = reader.label(rec)
+        sample = self._load(reader, rec)
+        if self.transform is not None:
+            sample = self.transform(sample)
+        if self.target_transform is not None:
+            target = self.target_transform(target)
+        return sample, target
+
+    def __getitems__(self, indices: Sequence) -> List[Tuple[Any, Any]]:
+        """Fetches a batch: reads and decodes all records on
+        ``decode_threads`` threads with one GIL release, then applies the
+        transforms.  Used by DataLoader versions that support it."""
+        n = len(self)
+        recs = [self._record_of(_check_index(i, n)) for i in indices]
+        reader = self._pack._handle.get()
+        if self._custom_loader is not None or self.output == "bytes":
+            samples = [self._load(reader, r) for r in recs]
+        else:
+            decoded = reader.read_decode_batch(recs, self.decode_threads)
+            samples = [
+                self._finish(arr, raw, reader, r) for (arr, raw), r in zip(decoded, recs)
+            ]
+        out = []
+        for sample, r in zip(samples, recs):
+            target = reader.label(r)
+            if self.transform is not None:
+                sample = self.transform(sample)
+            if self.target_transform is not None:
+                target = self.target_transform(target)
+            out.append((sample, target))
+        return out
+
+    # --- internals -----------------------------------------------------------
+
+    def _record_of(self, k: int) -> int:
+        return k if self._indices is None else int(self._indices[k])
+
+    def _path_of_name(self, name: bytes) -> str:
+        return os.path.join(self._source_root, os.fsdecode(name))
+
+    def _select(self, is_valid_file: Callable[[str], bool]) -> None:
+        reader = self._pack._handle.get()
+        keep = [i for i in range(len(self._pack)) if is_valid_file(self._path_of_name(reader.name(i)))]
+        self._indices = np.asarray(keep, dtype=np.int64)
+        labels = self._pack.labels[self._indices]
+        present = set(np.unique(labels).tolist())
+        empty = [c for c, i in self.class_to_idx.items() if i not in present]
+        if empty:
+            raise FileNotFoundError(f"Found no valid file for the classes {', '.join(sorted(empty))}. ")
+
+    def _load(self, reader: _core.Reader, rec: int) -> Any:
+        if self._custom_loader is not None:
+            return self._custom_loader(reader.read(rec))
+        if self.output == "bytes":
+            return reader.read(rec)
+        arr, raw = reader.read_decode(rec)
+        return self._finish(arr, raw, reader, rec)
+
+    def _finish(self, arr: Optional[np.ndarray], raw: Optional[bytes], reader: _core.Reader, rec: int) -> Any:
+        if arr is None:
+            try:
+                img = pil_loader_from_bytes(raw)
+            except Exception as e:  # name the sample, keep the type
+                path = self._path_of_name(reader.name(rec))
+                try:
+                    err = type(e)(f"{path}: {e}")
+                except Exception:
+                    err = OSError(f"{path}: {e}")
+                raise err from e
+            if self.output == "pil":
+                return img
+            arr = np.asarray(img)
+        if self.output == "pil":
+            from PIL import Image
+
+            return Image.fromarray(arr, "RGB")
+        if self.output == "numpy":
+            return arr
+        import torch
+
+        return torch.from_numpy(np.ascontiguousarray(arr)).permute(2, 0, 1).contiguous()
+
+    def extra_repr(self) -> str:
+        return f"Pack: {self._pack.path}\nOutput: {self.output}"
+
+    def __getstate__(self) -> dict:
+        # Pickles to its path: the Pack's handle drops its open reader.
+        state = self.__dict__.copy()
+        state["_targets_array"] = None
+        return state

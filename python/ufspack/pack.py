@@ -1,0 +1,214 @@
+"""Pack: the plain record reader (bytes in, bytes out)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any, Iterator, Optional, Union, overload
+
+from ufspack import _core
+
+PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+
+
+def _fsencode(path: PathLike) -> bytes:
+    return os.fsencode(os.fspath(path))
+
+
+class _Handle:
+    """A lazily opened _core.Reader that is reopened in every process.
+
+    No open handle crosses a fork() or a pickle: the reader is opened on
+    first use, and again when the process id changes (a DataLoader worker
+    started with fork) or after unpickling (spawn).
+    """
+
+    __slots__ = ("path", "verify", "_reader", "_pid")
+
+    def __init__(self, path: bytes, verify: bool) -> None:
+        self.path = path
+        self.verify = verify
+        self._reader: Optional[_core.Reader] = None
+        self._pid = -1
+
+    def get(self) -> _core.Reader:
+        pid = os.getpid()
+        if self._reader is None or self._pid != pid:
+            self._reader = _core.Reader(self.path, self.verify)
+            self._pid = pid
+        return self._reader
+
+    def __getstate__(self) -> dict:
+        return {"path": self.path, "verify": self.verify}
+
+    def __setstate__(self, state: dict) -> None:
+        self.path = state["path"]
+        self.verify = state["verify"]
+        self._reader = None
+        self._pid = -1
+
+
+class _Names(Sequence):
+    """Record names as str (os.fsdecode of the stored bytes), computed on
+    access from the mapped index: no Python list of a million strings."""
+
+    def __init__(self, handle: _Handle, n: int) -> None:
+        self._handle = handle
+        self._n = n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self._n))]
+        return os.fsdecode(self._handle.get().name(_check_index(i, self._n)))
+
+    def __iter__(self) -> Iterator[str]:
+        reader = self._handle.get()
+        for k in range(self._n):
+            yield os.fsdecode(reader.name(k))
+
+    def __repr__(self) -> str:
+        return f"<{self._n} record names>"
+
+
+def _check_index(i: Any, n: int) -> int:
+    try:
+        k = int(i)  # accepts numpy integers and torch scalars
+    except TypeError:
+        raise TypeError(f"record indices must be integers, not {type(i).__name__}") from None
+    if k < 0:
+        k += n
+    if not 0 <= k < n:
+        raise IndexError(f"record index {i} out of range (pack has {n} records)")
+    return k
+
+
+class Pack(Sequence):
+    """A pack opened for reading: ``pack[i]`` is record *i*'s original bytes.
+
+    Args:
+        path: the pack directory (holding ``index.ufs`` and ``data.ufs``) or
+            its ``index.ufs`` file.
+        verify: check each record's XXH3-64 checksum on read (default); a
+            mismatch raises :class:`ufspack.CorruptPackError`.
+
+    Raises:
+        FileNotFoundError: the pack does not exist.
+        ufspack.CorruptPackError: the pack is damaged or the two files do
+            not belong together.
+        ValueError: the pack was written by a newer ufspack.
+
+    A Pack can be shared with DataLoader workers (fork or spawn): it pickles
+    to its path and reopens lazily in each process.
+    """
+
+    def __init__(self, path: PathLike, verify: bool = True) -> None:
+        self.path = os.fspath(path)
+        self._handle = _Handle(_fsencode(path), verify)
+        self._len = len(self._handle.get())
+
+    # --- records ------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, i: int) -> bytes: ...
+    @overload
+    def __getitem__(self, i: slice) -> list: ...
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self.read(k) for k in range(*i.indices(self._len))]
+        return self.read(i)
+
+    def __iter__(self) -> Iterator[bytes]:
+        reader = self._handle.get()
+        for k in range(self._len):
+            yield reader.read(k)
+
+    def read(self, key: Union[int, str, bytes]) -> bytes:
+        """Original bytes of a record, by index or by name (one pread)."""
+        return self._handle.get().read(self.index_of(key))
+
+    def read_into(self, key: Union[int, str, bytes], buffer: Any) -> int:
+        """Reads a record into a writable contiguous buffer (bytearray,
+        numpy uint8 array, memoryview) without an intermediate copy; returns
+        the number of bytes written.  The buffer must be large enough
+        (``record(i)["size"]``)."""
+        return self._handle.get().read_into(self.index_of(key), buffer)
+
+    def index_of(self, key: Union[int, str, bytes]) -> int:
+        if isinstance(key, (str, bytes)):
+            return self.find(key)
+        return _check_index(key, self._len)
+
+    def find(self, name: Union[str, bytes]) -> int:
+        """Index of the record named ``name`` (its path relative to the
+        packed directory, e.g. ``"cats/cat.1.jpg"``).  FileNotFoundError if
+        there is none."""
+        return self._handle.get().find(os.fsencode(name))
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, (str, bytes)):
+            return False
+        try:
+            self.find(name)
+            return True
+        except FileNotFoundError:
+            return False
+
+    def record(self, i: int) -> dict:
+        """Index entry of record ``i``: name (str), label, size, stored_size,
+        offset, codec, checksum."""
+        d = self._handle.get().record(_check_index(i, self._len))
+        d["name"] = os.fsdecode(d["name"])
+        return d
+
+    def name(self, i: int) -> str:
+        return os.fsdecode(self._handle.get().name(_check_index(i, self._len)))
+
+    def label(self, i: int) -> int:
+        """Class index of record ``i`` (-1 in a flat pack)."""
+        return self._handle.get().label(_check_index(i, self._len))
+
+    # --- pack-level ---------------------------------------------------------
+
+    @property
+    def names(self) -> Sequence:
+        """All record names (str), list-like, computed on access."""
+        return _Names(self._handle, self._len)
+
+    @property
+    def labels(self):
+        """All labels as a numpy int64 array (-1 in a flat pack)."""
+        return self._handle.get().labels()
+
+    @property
+    def classes(self) -> list:
+        """Class names in label order (empty for a flat pack)."""
+        return [os.fsdecode(c) for c in self._handle.get().class_names()]
+
+    @property
+    def source_root(self) -> Optional[str]:
+        """The directory the pack was built from, as given to build."""
+        v = self._handle.get().metadata(b"source_root")
+        return None if v is None else os.fsdecode(v)
+
+    @property
+    def info(self) -> dict:
+        """Header facts: version, pack_id, records, classes, sizes, paths."""
+        d = self._handle.get().info()
+        d["index_path"] = os.fsdecode(d["index_path"])
+        d["data_path"] = os.fsdecode(d["data_path"])
+        d["source_root"] = self.source_root
+        return d
+
+    def check(self) -> None:
+        """Full structural check of the index (what ``ufspack verify`` does
+        before reading the records).  Raises CorruptPackError."""
+        self._handle.get().check_index()
+
+    def __repr__(self) -> str:
+        return f"ufspack.Pack({self.path!r}, records={self._len})"

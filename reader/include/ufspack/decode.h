@@ -1,0 +1,82 @@
+// Copyright 2026 The ufspack Authors.
+//
+// In-memory image decoding to 8-bit RGB with exactly the pixels that
+// torchvision's default loader gives:
+//
+//   PIL.Image.open(f).convert("RGB") (torchvision.datasets.folder.pil_loader)
+//
+// Fast paths, each used only where it is known to match PIL pixel for pixel:
+//   JPEG  libjpeg-turbo's TurboJPEG API, decoding straight to RGB (no BGR
+//         swap), ISLOW DCT and fancy upsampling like PIL; grayscale JPEGs
+//         are replicated to RGB as PIL's convert("RGB") does.  EXIF
+//         orientation is ignored, as ImageFolder ignores it.
+//   PNG, BMP, PPM/PGM
+//         OpenCV's imdecode(IMREAD_UNCHANGED) for 8-bit images: gray is
+//         replicated, alpha is dropped, BGR is reordered to RGB.
+//
+// Everything else returns NotSupported so the caller can fall back to PIL
+// itself: CMYK/YCCK JPEGs, 16-bit and other non-8-bit images, TIFF, WebP,
+// GIF, unknown formats, and any input a fast decoder reports a warning for
+// (truncated or corrupt data: PIL decides what happens to those).
+//
+// Thread safety: all functions are safe to call concurrently; decoder state
+// is kept per thread.  They touch no Python object (call them with the GIL
+// released).
+#ifndef UFSPACK_DECODE_H_
+#define UFSPACK_DECODE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "ufspack/export.h"
+#include "ufspack/status.h"
+
+namespace ufspack {
+
+enum class ImageFormat {
+  kUnknown,
+  kJpeg,
+  kPng,
+  kBmp,
+  kPnm,  // PBM/PGM/PPM (P1-P6)
+  kTiff,
+  kWebp,
+  kGif,
+};
+
+// Identifies the format from the first bytes (magic numbers), never from a
+// file name.
+UFSPACK_EXPORT ImageFormat SniffImageFormat(const void* data, size_t size);
+UFSPACK_EXPORT const char* ImageFormatName(ImageFormat format);
+
+// A decoded image: height x width x 3 bytes, rows top to bottom, RGB.
+struct RgbImage {
+  int width = 0;
+  int height = 0;
+  // width * height * 3 bytes, allocated with new[]; ownership may be taken
+  // (e.g. handed to numpy without a copy).
+  std::unique_ptr<uint8_t[]> pixels;
+  size_t size() const {
+    return static_cast<size_t>(width) * static_cast<size_t>(height) * 3;
+  }
+};
+
+// Decodes `data` into *out.  Returns NotSupported (with the reason) when
+// the input needs PIL for exact parity, Corruption when a fast decoder
+// positively rejects it.  Refuses images over `max_pixels` pixels with
+// InvalidArgument (PIL's default decompression-bomb limit is 178,956,970).
+UFSPACK_EXPORT Status DecodeRgb(const void* data, size_t size, RgbImage* out,
+                                uint64_t max_pixels = 178956970);
+
+// The same, forcing one decoder, for benchmarks and tests:
+// JPEG through TurboJPEG, or any format through OpenCV's imdecode (JPEG
+// included, with the BGR->RGB reorder).
+UFSPACK_EXPORT Status DecodeRgbTurboJpeg(const void* data, size_t size,
+                                         RgbImage* out);
+UFSPACK_EXPORT Status DecodeRgbOpenCv(const void* data, size_t size,
+                                      RgbImage* out);
+
+}  // namespace ufspack
+
+#endif  // UFSPACK_DECODE_H_

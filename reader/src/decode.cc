@@ -1,0 +1,542 @@
+// Copyright 2026 The ufspack Authors.
+//
+// Fast decoding to RGB with PIL's pixels; see decode.h.  Every rule below
+// that sends an input to PIL (NotSupported) was found by comparing the fast
+// decoders with Pillow 9.4 (Debian 12) on generated variants of each format;
+// tests/reader/decode_test.cc holds those variants.
+//
+// Where the fast decoders and PIL disagree (all cheap to see in the header):
+//   PNG   16-bit samples (PIL keeps the high byte or makes mode I);
+//         a pre-IDAT chunk with a bad CRC (PIL refuses, libpng skips it);
+//         no IEND at the very end (truncated: libpng fails noisily, PIL may
+//         still decode what is there).
+//         A palette shorter than 2^depth is not a fallback: PIL maps indices
+//         past its end to gray (i,i,i), libpng to black, so the palette is
+//         padded with PIL's gray ramp in a scratch copy before decoding.
+//   BMP   OS/2 and other headers than 40/52/56/108/124 bytes (OpenCV misreads
+//         OS/2 v1); 16-bit (PIL scales 5-bit channels, OpenCV shifts);
+//         bit fields other than 8-8-8(-8) RGB(A) (PIL refuses them, OpenCV
+//         swaps); RLE4/RLE8 (PIL refuses streams that end early or skip
+//         pixels, OpenCV fills them); a palette of other than 2^depth
+//         colours (indices past its end: PIL gray ramp, OpenCV black);
+//         pixel data shorter than the header says (truncated).
+//   PNM   maxval other than 255 (PIL rescales, OpenCV does not, or gives
+//         16 bits); binary data shorter than the header says; headers this
+//         parser does not fully understand.
+//   JPEG  CMYK/YCCK; any libjpeg warning or error (PIL decides).
+#include "ufspack/decode.h"
+
+#include <turbojpeg.h>
+
+#include <cstring>
+#include <exception>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <string>
+#include <vector>
+
+namespace ufspack {
+namespace {
+
+constexpr uint64_t kDefaultMaxPixels = 178956970;  // PIL's MAX_IMAGE_PIXELS
+
+// Scratch buffers above this size are freed after use rather than kept for
+// the thread's next image.
+constexpr size_t kKeepScratchBytes = 16 << 20;
+
+uint32_t LoadBe32(const uint8_t* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) |
+         (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+}
+uint32_t LoadLe32(const uint8_t* p) {
+  return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) |
+         (uint32_t{p[3]} << 24);
+}
+uint16_t LoadLe16(const uint8_t* p) {
+  return static_cast<uint16_t>(p[0] | (p[1] << 8));
+}
+void StoreBe32(uint8_t* p, uint32_t v) {
+  p[0] = static_cast<uint8_t>(v >> 24);
+  p[1] = static_cast<uint8_t>(v >> 16);
+  p[2] = static_cast<uint8_t>(v >> 8);
+  p[3] = static_cast<uint8_t>(v);
+}
+
+std::string Dims(uint64_t width, uint64_t height) {
+  return std::to_string(width) + "x" + std::to_string(height);
+}
+
+// Refuses empty and over-limit images before anything is allocated.
+Status CheckDims(const char* format, uint64_t width, uint64_t height,
+                 uint64_t max_pixels) {
+  if (width == 0 || height == 0) {
+    return Status::NotSupported(std::string(format) + ": empty image " +
+                                Dims(width, height) + " needs PIL");
+  }
+  // Both are below 2^32 here, so the product cannot overflow.
+  uint64_t pixels = width * height;
+  if (pixels > max_pixels || width > INT32_MAX || height > INT32_MAX) {
+    return Status::InvalidArgument(
+        std::string(format) + ": image " + Dims(width, height) + " has " +
+        std::to_string(pixels) + " pixels, over the limit of " +
+        std::to_string(max_pixels));
+  }
+  return Status::OK();
+}
+
+void Allocate(int width, int height, RgbImage* out) {
+  out->width = width;
+  out->height = height;
+  out->pixels.reset(new uint8_t[out->size()]);  // uninitialised on purpose
+}
+
+// ---------------------------------------------------------------------------
+// CRC-32 (PNG chunks)
+// ---------------------------------------------------------------------------
+
+struct CrcTable {
+  uint32_t t[256];
+  CrcTable() {
+    for (uint32_t n = 0; n < 256; ++n) {
+      uint32_t c = n;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
+      t[n] = c;
+    }
+  }
+};
+
+uint32_t Crc32(const uint8_t* p, size_t n) {
+  static const CrcTable table;
+  uint32_t c = 0xffffffffu;
+  for (size_t i = 0; i < n; ++i) c = table.t[(c ^ p[i]) & 0xff] ^ (c >> 8);
+  return c ^ 0xffffffffu;
+}
+
+// ---------------------------------------------------------------------------
+// JPEG through TurboJPEG
+// ---------------------------------------------------------------------------
+
+struct TjDecompressor {
+  tjhandle handle = nullptr;
+  ~TjDecompressor() {
+    if (handle != nullptr) tjDestroy(handle);
+  }
+};
+
+// One decompressor per thread, created on first use.
+tjhandle ThreadTurboJpeg() {
+  thread_local TjDecompressor d;
+  if (d.handle == nullptr) d.handle = tjInitDecompress();
+  return d.handle;
+}
+
+// `fallback`: report decoder errors as NotSupported (PIL decides what such
+// files give) rather than Corruption.
+Status DecodeJpeg(const void* data, size_t size, uint64_t max_pixels,
+                  bool fallback, RgbImage* out) {
+  tjhandle tj = ThreadTurboJpeg();
+  if (tj == nullptr) {
+    return Status::IOError(std::string("JPEG: tjInitDecompress failed: ") +
+                           tjGetErrorStr2(nullptr));
+  }
+  static_assert(sizeof(unsigned long) >= sizeof(size_t), "jpegSize");
+  const auto* buf = static_cast<const unsigned char*>(data);
+  const auto len = static_cast<unsigned long>(size);
+  auto failure = [&](const char* step) {
+    bool warning = tjGetErrorCode(tj) == TJERR_WARNING;
+    std::string msg = std::string("JPEG: ") + step +
+                      (warning ? " warning" : " error") + ": " +
+                      tjGetErrorStr2(tj);
+    if (warning || fallback) {
+      return Status::NotSupported(msg +
+                                  " (corrupt or truncated data: PIL decides)");
+    }
+    return Status::Corruption(msg);
+  };
+  int width = 0, height = 0, subsamp = 0, colorspace = 0;
+  if (tjDecompressHeader3(tj, buf, len, &width, &height, &subsamp,
+                          &colorspace) != 0) {
+    return failure("header");
+  }
+  if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
+    return Status::NotSupported(std::string("JPEG: ") +
+                                (colorspace == TJCS_CMYK ? "CMYK" : "YCCK") +
+                                " color space needs PIL");
+  }
+  UFSPACK_RETURN_IF_ERROR(CheckDims("JPEG", static_cast<uint64_t>(width),
+                                    static_cast<uint64_t>(height), max_pixels));
+  Allocate(width, height, out);
+  // flags 0: ISLOW DCT, fancy upsampling, top-down: what PIL asks libjpeg.
+  if (tjDecompress2(tj, buf, len, out->pixels.get(), width, 0, height, TJPF_RGB,
+                    0) != 0) {
+    *out = RgbImage();
+    return failure("decode");
+  }
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------
+// OpenCV (PNG, BMP, PNM)
+// ---------------------------------------------------------------------------
+
+// Decodes with imdecode(IMREAD_UNCHANGED) and converts to RGB into the
+// output buffer.  `expect_w`/`expect_h` (from the header, or 0) must match.
+Status DecodeOpenCv(const char* format, const void* data, size_t size,
+                    int expect_w, int expect_h, uint64_t max_pixels,
+                    bool fallback, RgbImage* out) {
+  thread_local cv::Mat scratch;
+  if (size > static_cast<size_t>(INT32_MAX)) {
+    return Status::NotSupported(std::string(format) +
+                                ": input too large for OpenCV");
+  }
+  try {
+    const cv::Mat buf(1, static_cast<int>(size), CV_8U,
+                      const_cast<void*>(data));
+    cv::Mat img = cv::imdecode(buf, cv::IMREAD_UNCHANGED, &scratch);
+    if (img.empty()) {
+      std::string msg = std::string(format) + ": OpenCV could not decode it";
+      return fallback ? Status::NotSupported(msg + " (PIL decides)")
+                      : Status::Corruption(msg);
+    }
+    struct Release {
+      ~Release() {
+        if (scratch.total() * scratch.elemSize() > kKeepScratchBytes) {
+          scratch.release();
+        }
+      }
+    } release;
+    if (img.depth() != CV_8U || img.dims != 2) {
+      return Status::NotSupported(std::string(format) + ": " +
+                                  std::to_string(img.elemSize1() * 8) +
+                                  "-bit samples need PIL");
+    }
+    if ((expect_w != 0 && img.cols != expect_w) ||
+        (expect_h != 0 && img.rows != expect_h)) {
+      return Status::NotSupported(std::string(format) + ": OpenCV decoded " +
+                                  Dims(img.cols, img.rows) + ", header says " +
+                                  Dims(expect_w, expect_h));
+    }
+    int code;
+    switch (img.channels()) {
+      case 1:
+        code = cv::COLOR_GRAY2RGB;
+        break;
+      case 3:
+        code = cv::COLOR_BGR2RGB;
+        break;
+      case 4:
+        code = cv::COLOR_BGRA2RGB;
+        break;
+      default:
+        return Status::NotSupported(std::string(format) + ": " +
+                                    std::to_string(img.channels()) +
+                                    " channels need PIL");
+    }
+    UFSPACK_RETURN_IF_ERROR(CheckDims(format, static_cast<uint64_t>(img.cols),
+                                      static_cast<uint64_t>(img.rows),
+                                      max_pixels));
+    Allocate(img.cols, img.rows, out);
+    cv::Mat dst(img.rows, img.cols, CV_8UC3, out->pixels.get());
+    cv::cvtColor(img, dst, code);
+    if (dst.data != out->pixels.get()) {  // cvtColor reallocated: never
+      *out = RgbImage();
+      return Status::NotSupported(std::string(format) +
+                                  ": OpenCV conversion reallocated");
+    }
+  } catch (const std::exception& e) {
+    *out = RgbImage();
+    return Status::NotSupported(std::string(format) + ": OpenCV: " + e.what());
+  }
+  return Status::OK();
+}
+
+// PNG: checks IHDR, CRCs of the chunks before IDAT, the trailing IEND, and
+// pads a short palette in a copy.  *decode_from is data or the copy.
+Status ProbePng(const uint8_t* p, size_t size, uint64_t max_pixels, int* width,
+                int* height, const uint8_t** decode_from, size_t* decode_size) {
+  static constexpr uint8_t kIend[12] = {0,   0,   0,    0,    'I',  'E',
+                                        'N', 'D', 0xae, 0x42, 0x60, 0x82};
+  thread_local std::vector<uint8_t> padded;
+  *decode_from = p;
+  *decode_size = size;
+  if (size < 8 + 25 + 12 || LoadBe32(p + 8) != 13 ||
+      std::memcmp(p + 12, "IHDR", 4) != 0) {
+    return Status::NotSupported("PNG: no IHDR chunk");
+  }
+  uint32_t w = LoadBe32(p + 16), h = LoadBe32(p + 20);
+  int depth = p[24], color_type = p[25];
+  if (depth == 16) {
+    return Status::NotSupported("PNG: 16-bit samples (" + Dims(w, h) +
+                                ") need PIL");
+  }
+  if (w > 0x7fffffffu || h > 0x7fffffffu) {
+    return Status::NotSupported("PNG: bad dimensions " + Dims(w, h));
+  }
+  UFSPACK_RETURN_IF_ERROR(CheckDims("PNG", w, h, max_pixels));
+  if (std::memcmp(p + size - 12, kIend, 12) != 0) {
+    return Status::NotSupported(
+        "PNG: does not end with IEND (truncated?): PIL decides");
+  }
+  size_t pos = 8;
+  size_t plte = 0, plte_len = 0;
+  bool have_idat = false;
+  while (pos + 12 <= size) {
+    uint32_t len = LoadBe32(p + pos);
+    if (len > size - pos - 12) break;
+    const uint8_t* type = p + pos + 4;
+    if (std::memcmp(type, "IDAT", 4) == 0) {
+      have_idat = true;
+      break;
+    }
+    // PIL checks the CRC of every chunk before IDAT and refuses the file on
+    // a mismatch; libpng skips a bad ancillary chunk.
+    if (Crc32(type, 4 + size_t{len}) != LoadBe32(type + 4 + len)) {
+      return Status::NotSupported("PNG: bad CRC in chunk '" +
+                                  std::string(type, type + 4) + "' at offset " +
+                                  std::to_string(pos) + ": PIL decides");
+    }
+    if (std::memcmp(type, "PLTE", 4) == 0) {
+      plte = pos;
+      plte_len = len;
+    }
+    pos += 12 + size_t{len};
+  }
+  if (!have_idat) {
+    return Status::NotSupported("PNG: no IDAT chunk found: PIL decides");
+  }
+  *width = static_cast<int>(w);
+  *height = static_cast<int>(h);
+  if (color_type != 3 || depth > 8) return Status::OK();
+  if (plte == 0 || plte_len == 0 || plte_len % 3 != 0 || plte_len > 768) {
+    return Status::NotSupported("PNG: palette image without a valid PLTE");
+  }
+  size_t entries = plte_len / 3, want = size_t{1} << depth;
+  if (entries >= want) return Status::OK();
+  // Indices past the palette: PIL gives gray (i,i,i), libpng black.  Pad
+  // the palette to 2^depth entries with PIL's ramp.
+  size_t extra = 3 * (want - entries);
+  padded.resize(size + extra);
+  uint8_t* q = padded.data();
+  size_t data_end = plte + 8 + plte_len;
+  std::memcpy(q, p, data_end);
+  for (size_t i = entries; i < want; ++i) {
+    uint8_t* e = q + data_end + 3 * (i - entries);
+    e[0] = e[1] = e[2] = static_cast<uint8_t>(i);
+  }
+  StoreBe32(q + plte, static_cast<uint32_t>(3 * want));
+  StoreBe32(q + data_end + extra, Crc32(q + plte + 4, 4 + 3 * want));
+  std::memcpy(q + data_end + extra + 4, p + data_end + 4, size - data_end - 4);
+  *decode_from = q;
+  *decode_size = size + extra;
+  return Status::OK();
+}
+
+Status ProbeBmp(const uint8_t* p, size_t size, uint64_t max_pixels, int* width,
+                int* height) {
+  if (size < 14 + 40) return Status::NotSupported("BMP: header truncated");
+  uint32_t offset = LoadLe32(p + 10);
+  uint32_t header = LoadLe32(p + 14);
+  if (header != 40 && header != 52 && header != 56 && header != 108 &&
+      header != 124) {
+    return Status::NotSupported(
+        "BMP: " + std::to_string(header) +
+        "-byte info header (OS/2 or unknown) needs PIL");
+  }
+  int32_t w = static_cast<int32_t>(LoadLe32(p + 18));
+  int32_t h = static_cast<int32_t>(LoadLe32(p + 22));
+  int bpp = LoadLe16(p + 28);
+  uint32_t compression = LoadLe32(p + 30);
+  uint32_t colors = LoadLe32(p + 46);
+  if (w <= 0 || h == 0 || h == INT32_MIN) {
+    return Status::NotSupported("BMP: bad dimensions " + std::to_string(w) +
+                                "x" + std::to_string(h));
+  }
+  uint64_t abs_h =
+      h < 0 ? static_cast<uint64_t>(-int64_t{h}) : static_cast<uint64_t>(h);
+  UFSPACK_RETURN_IF_ERROR(
+      CheckDims("BMP", static_cast<uint64_t>(w), abs_h, max_pixels));
+  if (bpp != 1 && bpp != 4 && bpp != 8 && bpp != 24 && bpp != 32) {
+    return Status::NotSupported("BMP: " + std::to_string(bpp) +
+                                "-bit pixels need PIL");
+  }
+  if (compression == 3 && bpp == 32) {
+    // Only the usual 8-8-8 masks: PIL refuses some others, OpenCV
+    // reorders them differently.
+    if (size < 14 + 40 + 12) return Status::NotSupported("BMP: truncated");
+    uint32_t alpha = header >= 56 ? LoadLe32(p + 66) : 0;
+    if (LoadLe32(p + 54) != 0xff0000u || LoadLe32(p + 58) != 0xff00u ||
+        LoadLe32(p + 62) != 0xffu || (alpha != 0 && alpha != 0xff000000u)) {
+      return Status::NotSupported("BMP: unusual 32-bit bit fields need PIL");
+    }
+  } else if (compression != 0) {
+    return Status::NotSupported(
+        "BMP: compression " + std::to_string(compression) +
+        (compression == 1 || compression == 2 ? " (RLE)" : "") + " needs PIL");
+  }
+  if (bpp <= 8 && colors != 0 && colors != (1u << bpp)) {
+    return Status::NotSupported("BMP: " + std::to_string(colors) +
+                                "-colour palette for " + std::to_string(bpp) +
+                                "-bit pixels needs PIL");
+  }
+  uint64_t stride = ((static_cast<uint64_t>(w) * bpp + 31) / 32) * 4;
+  if (offset > size || (size - offset) / abs_h < stride) {
+    return Status::NotSupported("BMP: " + Dims(w, abs_h) +
+                                " pixel data truncated: PIL decides");
+  }
+  *width = w;
+  *height = static_cast<int>(abs_h);
+  return Status::OK();
+}
+
+// PNM (P1-P6): magic, width, height, maxval, each token followed by
+// whitespace, '#' comments between tokens.
+Status ProbePnm(const uint8_t* p, size_t size, uint64_t max_pixels, int* width,
+                int* height) {
+  int kind = p[1] - '0';
+  size_t pos = 2;
+  uint64_t v[3] = {0, 0, 0};
+  int tokens = (kind == 1 || kind == 4) ? 2 : 3;
+  for (int t = 0; t < tokens; ++t) {
+    for (;;) {  // whitespace and comments
+      if (pos >= size) return Status::NotSupported("PNM: header truncated");
+      if (p[pos] == '#') {
+        while (pos < size && p[pos] != '\n' && p[pos] != '\r') ++pos;
+      } else if (p[pos] == ' ' || (p[pos] >= '\t' && p[pos] <= '\r')) {
+        ++pos;
+      } else {
+        break;
+      }
+    }
+    size_t start = pos;
+    while (pos < size && p[pos] >= '0' && p[pos] <= '9' && pos - start < 10) {
+      v[t] = v[t] * 10 + static_cast<uint64_t>(p[pos] - '0');
+      ++pos;
+    }
+    if (pos == start || pos >= size ||
+        !(p[pos] == ' ' || (p[pos] >= '\t' && p[pos] <= '\r'))) {
+      return Status::NotSupported("PNM: header not understood: PIL decides");
+    }
+  }
+  ++pos;  // the single whitespace character before binary data
+  uint64_t w = v[0], h = v[1];
+  if (tokens == 3 && v[2] != 255) {
+    return Status::NotSupported("PNM: maxval " + std::to_string(v[2]) + " (" +
+                                Dims(w, h) + ") needs PIL");
+  }
+  UFSPACK_RETURN_IF_ERROR(CheckDims("PNM", w, h, max_pixels));
+  if (kind >= 4) {
+    uint64_t row = kind == 4 ? (w + 7) / 8 : kind == 5 ? w : 3 * w;
+    if ((size - pos) / h < row) {
+      return Status::NotSupported("PNM: P" + std::to_string(kind) + " " +
+                                  Dims(w, h) +
+                                  " pixel data truncated: PIL decides");
+    }
+  }
+  *width = static_cast<int>(w);
+  *height = static_cast<int>(h);
+  return Status::OK();
+}
+
+}  // namespace
+
+ImageFormat SniffImageFormat(const void* data, size_t size) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  if (size >= 3 && p[0] == 0xff && p[1] == 0xd8 && p[2] == 0xff) {
+    return ImageFormat::kJpeg;
+  }
+  if (size >= 8 && std::memcmp(p, "\x89PNG\r\n\x1a\n", 8) == 0) {
+    return ImageFormat::kPng;
+  }
+  if (size >= 2 && p[0] == 'B' && p[1] == 'M') return ImageFormat::kBmp;
+  if (size >= 3 && p[0] == 'P' && p[1] >= '1' && p[1] <= '6' &&
+      (p[2] == ' ' || (p[2] >= '\t' && p[2] <= '\r') || p[2] == '#')) {
+    return ImageFormat::kPnm;
+  }
+  if (size >= 4 &&
+      (std::memcmp(p, "II*\0", 4) == 0 || std::memcmp(p, "MM\0*", 4) == 0 ||
+       std::memcmp(p, "II+\0", 4) == 0 || std::memcmp(p, "MM\0+", 4) == 0)) {
+    return ImageFormat::kTiff;
+  }
+  if (size >= 12 && std::memcmp(p, "RIFF", 4) == 0 &&
+      std::memcmp(p + 8, "WEBP", 4) == 0) {
+    return ImageFormat::kWebp;
+  }
+  if (size >= 6 &&
+      (std::memcmp(p, "GIF87a", 6) == 0 || std::memcmp(p, "GIF89a", 6) == 0)) {
+    return ImageFormat::kGif;
+  }
+  return ImageFormat::kUnknown;
+}
+
+const char* ImageFormatName(ImageFormat format) {
+  switch (format) {
+    case ImageFormat::kUnknown:
+      return "unknown";
+    case ImageFormat::kJpeg:
+      return "JPEG";
+    case ImageFormat::kPng:
+      return "PNG";
+    case ImageFormat::kBmp:
+      return "BMP";
+    case ImageFormat::kPnm:
+      return "PNM";
+    case ImageFormat::kTiff:
+      return "TIFF";
+    case ImageFormat::kWebp:
+      return "WebP";
+    case ImageFormat::kGif:
+      return "GIF";
+  }
+  return "unknown";
+}
+
+Status DecodeRgb(const void* data, size_t size, RgbImage* out,
+                 uint64_t max_pixels) {
+  *out = RgbImage();
+  ImageFormat format = SniffImageFormat(data, size);
+  const auto* p = static_cast<const uint8_t*>(data);
+  int w = 0, h = 0;
+  switch (format) {
+    case ImageFormat::kJpeg:
+      return DecodeJpeg(data, size, max_pixels, /*fallback=*/true, out);
+    case ImageFormat::kPng: {
+      const uint8_t* from;
+      size_t from_size;
+      UFSPACK_RETURN_IF_ERROR(
+          ProbePng(p, size, max_pixels, &w, &h, &from, &from_size));
+      return DecodeOpenCv("PNG", from, from_size, w, h, max_pixels, true, out);
+    }
+    case ImageFormat::kBmp:
+      UFSPACK_RETURN_IF_ERROR(ProbeBmp(p, size, max_pixels, &w, &h));
+      return DecodeOpenCv("BMP", data, size, w, h, max_pixels, true, out);
+    case ImageFormat::kPnm:
+      UFSPACK_RETURN_IF_ERROR(ProbePnm(p, size, max_pixels, &w, &h));
+      return DecodeOpenCv("PNM", data, size, w, h, max_pixels, true, out);
+    case ImageFormat::kTiff:
+    case ImageFormat::kWebp:
+    case ImageFormat::kGif:
+      return Status::NotSupported(std::string(ImageFormatName(format)) +
+                                  ": no fast decoder, needs PIL");
+    case ImageFormat::kUnknown:
+      break;
+  }
+  return Status::NotSupported("unrecognised image format (" +
+                              std::to_string(size) + " bytes): needs PIL");
+}
+
+Status DecodeRgbTurboJpeg(const void* data, size_t size, RgbImage* out) {
+  *out = RgbImage();
+  if (SniffImageFormat(data, size) != ImageFormat::kJpeg) {
+    return Status::InvalidArgument("TurboJPEG: input is not a JPEG");
+  }
+  return DecodeJpeg(data, size, kDefaultMaxPixels, /*fallback=*/false, out);
+}
+
+Status DecodeRgbOpenCv(const void* data, size_t size, RgbImage* out) {
+  *out = RgbImage();
+  return DecodeOpenCv(ImageFormatName(SniffImageFormat(data, size)), data, size,
+                      0, 0, kDefaultMaxPixels, /*fallback=*/false, out);
+}
+
+}  // namespace ufspack
