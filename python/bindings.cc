@@ -59,8 +59,9 @@ PyObject* g_corrupt_pack_error = nullptr;
       break;
     case Status::Code::kIOError:
       if (s.errno_value() != 0) {
-        py::object err = py::reinterpret_steal<py::object>(
-            PyObject_CallFunction(PyExc_OSError, "is", s.errno_value(), msg.c_str()));
+        py::object err =
+            py::reinterpret_steal<py::object>(PyObject_CallFunction(
+                PyExc_OSError, "is", s.errno_value(), msg.c_str()));
         PyErr_SetObject(PyExc_OSError, err.ptr());
         throw py::error_already_set();
       }
@@ -70,7 +71,7 @@ PyObject* g_corrupt_pack_error = nullptr;
       type = PyExc_KeyboardInterrupt;
       break;
     case Status::Code::kOk:
-      return Raise(Status::IOError("internal error: Raise(OK)"));
+      break;  // not an error; reported as RuntimeError below
   }
   PyErr_SetString(type, msg.c_str());
   throw py::error_already_set();
@@ -84,14 +85,15 @@ py::array_t<uint8_t> ToArray(RgbImage* img) {
   const py::ssize_t h = img->height, w = img->width;
   uint8_t* p = img->pixels.release();
   py::capsule owner(p, [](void* q) { delete[] static_cast<uint8_t*>(q); });
-  return py::array_t<uint8_t>({h, w, py::ssize_t{3}}, {w * 3, py::ssize_t{3}, py::ssize_t{1}},
-                              p, owner);
+  return py::array_t<uint8_t>({h, w, py::ssize_t{3}},
+                              {w * 3, py::ssize_t{3}, py::ssize_t{1}}, p,
+                              owner);
 }
 
 // Result of reading and decoding one record without the GIL.
 struct Decoded {
-  Status status;   // read error, or decode error other than NotSupported
-  RgbImage image;  // set when the fast decoder handled it
+  Status status;         // read error, or decode error other than NotSupported
+  RgbImage image;        // set when the fast decoder handled it
   std::string fallback;  // the encoded bytes, when PIL must decode
   std::string reason;    // why the fast path declined
 };
@@ -209,8 +211,8 @@ class PyReader {
 
   py::bytes Read(uint64_t i) const {
     Record r = GetRecord(i);
-    py::bytes out = py::reinterpret_steal<py::bytes>(
-        PyBytes_FromStringAndSize(nullptr, static_cast<py::ssize_t>(r.original_length)));
+    py::bytes out = py::reinterpret_steal<py::bytes>(PyBytes_FromStringAndSize(
+        nullptr, static_cast<py::ssize_t>(r.original_length)));
     if (!out) throw py::error_already_set();
     char* dst = PyBytes_AS_STRING(out.ptr());
     Status s;
@@ -226,13 +228,15 @@ class PyReader {
   size_t ReadInto(uint64_t i, py::buffer buffer) const {
     py::buffer_info b = buffer.request(true);
     if (b.ndim != 1 || b.itemsize != 1 || b.strides[0] != 1) {
-      Raise(Status::InvalidArgument("read_into needs a contiguous byte buffer"));
+      Raise(
+          Status::InvalidArgument("read_into needs a contiguous byte buffer"));
     }
     Record r = GetRecord(i);
     Status s;
     {
       py::gil_scoped_release nogil;
-      s = reader_->Read(r, static_cast<char*>(b.ptr), static_cast<size_t>(b.size));
+      s = reader_->Read(r, static_cast<char*>(b.ptr),
+                        static_cast<size_t>(b.size));
     }
     Check(s);
     return r.original_length;
@@ -249,12 +253,14 @@ class PyReader {
 
   // Reads and decodes many records on up to `threads` threads, releasing
   // the GIL once for the whole batch.
-  py::list ReadDecodeBatch(const std::vector<uint64_t>& indices, int threads) const {
+  py::list ReadDecodeBatch(const std::vector<uint64_t>& indices,
+                           int threads) const {
     std::vector<Decoded> results(indices.size());
     {
       py::gil_scoped_release nogil;
       const size_t n = indices.size();
-      const size_t t = std::min<size_t>(std::max(threads, 1), std::max<size_t>(n, 1));
+      const size_t t =
+          std::min<size_t>(std::max(threads, 1), std::max<size_t>(n, 1));
       std::atomic<size_t> next{0};
       auto work = [&] {
         for (size_t k; (k = next.fetch_add(1)) < n;) {
@@ -311,15 +317,18 @@ class PyReader {
 py::dict Build(const py::bytes& src, const py::bytes& dst, int threads,
                const std::string& compress, int level,
                const std::optional<std::vector<std::string>>& extensions,
-               bool all_files, bool flat, bool allow_empty, bool skip_unreadable,
-               const std::function<void(uint64_t, uint64_t, uint64_t, uint64_t)>& progress) {
+               bool all_files, bool flat, bool allow_empty,
+               bool skip_unreadable,
+               const std::function<void(uint64_t, uint64_t, uint64_t,
+                                        uint64_t)>& progress) {
   BuildOptions o;
   o.threads = threads;
   if (compress == "zstd") {
     o.writer.compress = true;
     o.writer.zstd_level = level;
   } else if (compress != "none") {
-    Raise(Status::InvalidArgument("compress must be 'none' or 'zstd', not '" + compress + "'"));
+    Raise(Status::InvalidArgument("compress must be 'none' or 'zstd', not '" +
+                                  compress + "'"));
   }
   if (extensions) o.scan.extensions = *extensions;
   o.scan.all_files = all_files;
@@ -335,7 +344,8 @@ py::dict Build(const py::bytes& src, const py::bytes& dst, int threads,
     py::gil_scoped_acquire gil;
     try {
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-      if (progress) progress(p.files_done, p.files_total, p.bytes_in, p.bytes_out);
+      if (progress)
+        progress(p.files_done, p.files_total, p.bytes_in, p.bytes_out);
     } catch (py::error_already_set& e) {
       saved_error = std::make_shared<py::error_already_set>(std::move(e));
       cancel = true;
@@ -374,14 +384,18 @@ py::dict Build(const py::bytes& src, const py::bytes& dst, int threads,
 
 PYBIND11_MODULE(_core, m) {
   using namespace ufspack;
-  m.doc() = "ufspack C++ core: pack reader, builder and image decoder (private; use ufspack)";
-  static py::exception<std::runtime_error> corrupt(m, "CorruptPackError", PyExc_OSError);
+  m.doc() =
+      "ufspack C++ core: pack reader, builder and image decoder (private; use "
+      "ufspack)";
+  static py::exception<std::runtime_error> corrupt(m, "CorruptPackError",
+                                                   PyExc_OSError);
   g_corrupt_pack_error = corrupt.ptr();
   m.attr("__version__") = UFSPACK_VERSION;
   m.attr("NO_LABEL") = -1;
 
   py::class_<PyReader>(m, "Reader")
-      .def(py::init<const py::bytes&, bool>(), py::arg("path"), py::arg("verify_checksums") = true)
+      .def(py::init<const py::bytes&, bool>(), py::arg("path"),
+           py::arg("verify_checksums") = true)
       .def("__len__", &PyReader::size)
       .def("name", &PyReader::Name, py::arg("i"))
       .def("label", &PyReader::Label, py::arg("i"))
@@ -412,16 +426,20 @@ PYBIND11_MODULE(_core, m) {
         return ToArray(&img);
       },
       py::arg("data"),
-      "Decodes to an HxWx3 uint8 RGB array with PIL's pixels, or None when PIL must decode it.");
+      "Decodes to an HxWx3 uint8 RGB array with PIL's pixels, or None when PIL "
+      "must decode it.");
   m.def(
       "sniff_format",
       [](const py::bytes& data) {
         const std::string bytes = data;
-        return std::string(ImageFormatName(SniffImageFormat(bytes.data(), bytes.size())));
+        return std::string(
+            ImageFormatName(SniffImageFormat(bytes.data(), bytes.size())));
       },
       py::arg("data"));
-  m.def("build", &Build, py::arg("src"), py::arg("dst"), py::arg("threads") = 32,
-        py::arg("compress") = "none", py::arg("level") = 3, py::arg("extensions") = py::none(),
-        py::arg("all_files") = false, py::arg("flat") = false, py::arg("allow_empty") = false,
-        py::arg("skip_unreadable") = false, py::arg("progress") = nullptr);
+  m.def("build", &Build, py::arg("src"), py::arg("dst"),
+        py::arg("threads") = 32, py::arg("compress") = "none",
+        py::arg("level") = 3, py::arg("extensions") = py::none(),
+        py::arg("all_files") = false, py::arg("flat") = false,
+        py::arg("allow_empty") = false, py::arg("skip_unreadable") = false,
+        py::arg("progress") = nullptr);
 }

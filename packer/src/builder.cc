@@ -695,6 +695,17 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
   // Where the files came from, so readers can give the original paths
   // (MyImageFolder.samples).  As given, without trailing slashes.
   UFSPACK_RETURN_IF_ERROR(writer->SetMetadata(kMetaSourceRoot, scan.root));
+  // Which files were selected: "*" (all) or the extension list.  Readers
+  // that filter like ImageFolder use it to know whether they must.
+  std::string selection = "*";
+  if (!options.scan.all_files) {
+    selection.clear();
+    for (const std::string& e : NormalizeExtensions(options.scan.extensions)) {
+      if (!selection.empty()) selection += ',';
+      selection += e;
+    }
+  }
+  UFSPACK_RETURN_IF_ERROR(writer->SetMetadata(kMetaExtensions, selection));
 
   const size_t total = scan.entries.size();
   const size_t window =

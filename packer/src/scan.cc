@@ -173,6 +173,16 @@ const std::vector<std::string>& DefaultImageExtensions() {
   return kExtensions;
 }
 
+std::vector<std::string> NormalizeExtensions(std::vector<std::string> exts) {
+  for (std::string& e : exts) {
+    for (char& c : e) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    }
+    if (e.empty() || e[0] != '.') e.insert(e.begin(), '.');
+  }
+  return exts;
+}
+
 bool PyFsLess(std::string_view a, std::string_view b) {
   const auto* pa = reinterpret_cast<const unsigned char*>(a.data());
   const auto* pb = reinterpret_cast<const unsigned char*>(b.data());
@@ -211,12 +221,7 @@ bool HasAllowedExtension(std::string_view name,
 Status ScanTree(const std::string& root_in, const ScanOptions& options_in,
                 ScanResult* result) {
   ScanOptions options = options_in;
-  for (std::string& e : options.extensions) {
-    for (char& c : e) {
-      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    }
-    if (e.empty() || e[0] != '.') e.insert(e.begin(), '.');
-  }
+  options.extensions = NormalizeExtensions(options.extensions);
   std::string root = root_in;
   while (root.size() > 1 && root.back() == '/') root.pop_back();
   *result = ScanResult();

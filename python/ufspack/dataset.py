@@ -185,6 +185,10 @@ class MyImageFolder(_Base):
         self._targets_array: Optional[np.ndarray] = None
         if is_valid_file is not None:
             self._select(is_valid_file)
+        elif self._pack.selection != ",".join(IMG_EXTENSIONS):
+            # The pack holds files ImageFolder would not pick (built with
+            # --all-files or other --extensions): filter as it does.
+            self._select(lambda p: p.lower().endswith(IMG_EXTENSIONS))
         self.samples = _Samples(self)
         self.imgs = self.samples
 
@@ -245,6 +249,8 @@ class MyImageFolder(_Base):
         return os.path.join(self._source_root, os.fsdecode(name))
 
     def _select(self, is_valid_file: Callable[[str], bool]) -> None:
+        """Keeps the records whose path passes ``is_valid_file`` (O(records)
+        calls, as ImageFolder makes them while scanning)."""
         reader = self._pack._handle.get()
         keep = [i for i in range(len(self._pack)) if is_valid_file(self._path_of_name(reader.name(i)))]
         self._indices = np.asarray(keep, dtype=np.int64)
@@ -252,7 +258,10 @@ class MyImageFolder(_Base):
         present = set(np.unique(labels).tolist())
         empty = [c for c, i in self.class_to_idx.items() if i not in present]
         if empty:
-            raise FileNotFoundError(f"Found no valid file for the classes {', '.join(sorted(empty))}. ")
+            msg = f"Found no valid file for the classes {', '.join(sorted(empty))}. "
+            if is_valid_file is None:
+                msg += f"Supported extensions are: {', '.join(IMG_EXTENSIONS)}"
+            raise FileNotFoundError(msg)
 
     def _load(self, reader: _core.Reader, rec: int) -> Any:
         if self._custom_loader is not None:
@@ -275,7 +284,7 @@ class MyImageFolder(_Base):
                 raise err from e
             if self.output == "pil":
                 return img
-            arr = np.asarray(img)
+            arr = np.array(img)  # a writable copy (torch.from_numpy needs one)
         if self.output == "pil":
             from PIL import Image
 

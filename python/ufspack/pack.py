@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Sequence
 from typing import Any, Iterator, Optional, Union, overload
@@ -75,7 +76,7 @@ class _Names(Sequence):
 
 def _check_index(i: Any, n: int) -> int:
     try:
-        k = int(i)  # accepts numpy integers and torch scalars
+        k = operator.index(i)  # ints, numpy integers, integer torch scalars
     except TypeError:
         raise TypeError(f"record indices must be integers, not {type(i).__name__}") from None
     if k < 0:
@@ -194,6 +195,13 @@ class Pack(Sequence):
     def source_root(self) -> Optional[str]:
         """The directory the pack was built from, as given to build."""
         v = self._handle.get().metadata(b"source_root")
+        return None if v is None else os.fsdecode(v)
+
+    @property
+    def selection(self) -> Optional[str]:
+        """Which files the build selected: ``"*"`` (all files) or the
+        comma-separated extensions, e.g. ``".jpg,.jpeg,.png,..."``."""
+        v = self._handle.get().metadata(b"extensions")
         return None if v is None else os.fsdecode(v)
 
     @property

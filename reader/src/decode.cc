@@ -17,12 +17,15 @@
 //         OS/2 v1); 16-bit (PIL scales 5-bit channels, OpenCV shifts);
 //         bit fields other than 8-8-8(-8) RGB(A) (PIL refuses them, OpenCV
 //         swaps); RLE4/RLE8 (PIL refuses streams that end early or skip
-//         pixels, OpenCV fills them); a palette of other than 2^depth
-//         colours (indices past its end: PIL gray ramp, OpenCV black);
+//         pixels, OpenCV fills them); a palette of more than 2^depth
+//         colours, or a short one of 1 or 2 colours (PIL takes those for
+//         mode 1/L whatever the depth);
 //         pixel data shorter than the header says (truncated).
+//         A short palette otherwise is padded like PNG's.
 //   PNM   maxval other than 255 (PIL rescales, OpenCV does not, or gives
-//         16 bits); binary data shorter than the header says; headers this
-//         parser does not fully understand.
+//         16 bits); binary data shorter than the header says; plain (ASCII)
+//         data with comments, values over 255 or too few values; headers
+//         this parser does not fully understand.
 //   JPEG  CMYK/YCCK; any libjpeg warning or error (PIL decides).
 #include "ufspack/decode.h"
 
@@ -41,10 +44,6 @@ namespace {
 
 constexpr uint64_t kDefaultMaxPixels = 178956970;  // PIL's MAX_IMAGE_PIXELS
 
-// Scratch buffers above this size are freed after use rather than kept for
-// the thread's next image.
-constexpr size_t kKeepScratchBytes = 16 << 20;
-
 uint32_t LoadBe32(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) |
          (uint32_t{p[2]} << 8) | uint32_t{p[3]};
@@ -55,6 +54,12 @@ uint32_t LoadLe32(const uint8_t* p) {
 }
 uint16_t LoadLe16(const uint8_t* p) {
   return static_cast<uint16_t>(p[0] | (p[1] << 8));
+}
+void StoreLe32(uint8_t* p, uint32_t v) {
+  p[0] = static_cast<uint8_t>(v);
+  p[1] = static_cast<uint8_t>(v >> 8);
+  p[2] = static_cast<uint8_t>(v >> 16);
+  p[3] = static_cast<uint8_t>(v >> 24);
 }
 void StoreBe32(uint8_t* p, uint32_t v) {
   p[0] = static_cast<uint8_t>(v >> 24);
@@ -119,23 +124,26 @@ uint32_t Crc32(const uint8_t* p, size_t n) {
 
 struct TjDecompressor {
   tjhandle handle = nullptr;
-  ~TjDecompressor() {
+  ~TjDecompressor() { Reset(); }
+  void Reset() {
     if (handle != nullptr) tjDestroy(handle);
+    handle = nullptr;
   }
 };
 
 // One decompressor per thread, created on first use.
-tjhandle ThreadTurboJpeg() {
+TjDecompressor& ThreadTurboJpeg() {
   thread_local TjDecompressor d;
   if (d.handle == nullptr) d.handle = tjInitDecompress();
-  return d.handle;
+  return d;
 }
 
 // `fallback`: report decoder errors as NotSupported (PIL decides what such
 // files give) rather than Corruption.
 Status DecodeJpeg(const void* data, size_t size, uint64_t max_pixels,
                   bool fallback, RgbImage* out) {
-  tjhandle tj = ThreadTurboJpeg();
+  TjDecompressor& decompressor = ThreadTurboJpeg();
+  tjhandle tj = decompressor.handle;
   if (tj == nullptr) {
     return Status::IOError(std::string("JPEG: tjInitDecompress failed: ") +
                            tjGetErrorStr2(nullptr));
@@ -148,6 +156,9 @@ Status DecodeJpeg(const void* data, size_t size, uint64_t max_pixels,
     std::string msg = std::string("JPEG: ") + step +
                       (warning ? " warning" : " error") + ": " +
                       tjGetErrorStr2(tj);
+    // libjpeg-turbo 2.1 leaves the decompressor unusable after some errors
+    // (the next header read fails with "Unsupported marker"): start afresh.
+    decompressor.Reset();
     if (warning || fallback) {
       return Status::NotSupported(msg +
                                   " (corrupt or truncated data: PIL decides)");
@@ -185,7 +196,6 @@ Status DecodeJpeg(const void* data, size_t size, uint64_t max_pixels,
 Status DecodeOpenCv(const char* format, const void* data, size_t size,
                     int expect_w, int expect_h, uint64_t max_pixels,
                     bool fallback, RgbImage* out) {
-  thread_local cv::Mat scratch;
   if (size > static_cast<size_t>(INT32_MAX)) {
     return Status::NotSupported(std::string(format) +
                                 ": input too large for OpenCV");
@@ -193,19 +203,15 @@ Status DecodeOpenCv(const char* format, const void* data, size_t size,
   try {
     const cv::Mat buf(1, static_cast<int>(size), CV_8U,
                       const_cast<void*>(data));
-    cv::Mat img = cv::imdecode(buf, cv::IMREAD_UNCHANGED, &scratch);
+    // Not the imdecode(buf, flags, Mat* dst) overload with a reused
+    // scratch Mat: on failure OpenCV 4.6 returns *dst untouched, i.e. the
+    // previous image.
+    cv::Mat img = cv::imdecode(buf, cv::IMREAD_UNCHANGED);
     if (img.empty()) {
       std::string msg = std::string(format) + ": OpenCV could not decode it";
       return fallback ? Status::NotSupported(msg + " (PIL decides)")
                       : Status::Corruption(msg);
     }
-    struct Release {
-      ~Release() {
-        if (scratch.total() * scratch.elemSize() > kKeepScratchBytes) {
-          scratch.release();
-        }
-      }
-    } release;
     if (img.depth() != CV_8U || img.dims != 2) {
       return Status::NotSupported(std::string(format) + ": " +
                                   std::to_string(img.elemSize1() * 8) +
@@ -332,8 +338,13 @@ Status ProbePng(const uint8_t* p, size_t size, uint64_t max_pixels, int* width,
   return Status::OK();
 }
 
+// BMP: checks the header; pads a short palette in a copy.  *decode_from is
+// data or the copy.
 Status ProbeBmp(const uint8_t* p, size_t size, uint64_t max_pixels, int* width,
-                int* height) {
+                int* height, const uint8_t** decode_from, size_t* decode_size) {
+  thread_local std::vector<uint8_t> padded;
+  *decode_from = p;
+  *decode_size = size;
   if (size < 14 + 40) return Status::NotSupported("BMP: header truncated");
   uint32_t offset = LoadLe32(p + 10);
   uint32_t header = LoadLe32(p + 14);
@@ -374,11 +385,6 @@ Status ProbeBmp(const uint8_t* p, size_t size, uint64_t max_pixels, int* width,
         "BMP: compression " + std::to_string(compression) +
         (compression == 1 || compression == 2 ? " (RLE)" : "") + " needs PIL");
   }
-  if (bpp <= 8 && colors != 0 && colors != (1u << bpp)) {
-    return Status::NotSupported("BMP: " + std::to_string(colors) +
-                                "-colour palette for " + std::to_string(bpp) +
-                                "-bit pixels needs PIL");
-  }
   uint64_t stride = ((static_cast<uint64_t>(w) * bpp + 31) / 32) * 4;
   if (offset > size || (size - offset) / abs_h < stride) {
     return Status::NotSupported("BMP: " + Dims(w, abs_h) +
@@ -386,6 +392,33 @@ Status ProbeBmp(const uint8_t* p, size_t size, uint64_t max_pixels, int* width,
   }
   *width = w;
   *height = static_cast<int>(abs_h);
+  const uint32_t full = 1u << (bpp <= 8 ? bpp : 0);
+  if (bpp > 8 || colors == 0 || colors == full) return Status::OK();
+  // A short palette.  Indices past its end: PIL gives gray (i,i,i) (it
+  // also decodes gray-ramp palettes as mode L, the same thing), OpenCV
+  // black.  Pad the palette with PIL's ramp.  With 1 or 2 colours PIL
+  // takes the image for mode "1"/"L" and misreads 4/8-bit data: PIL's job.
+  const size_t palette_end = 14 + size_t{header} + 4 * size_t{colors};
+  if (colors > full || colors <= 2 || palette_end > offset) {
+    return Status::NotSupported("BMP: " + std::to_string(colors) +
+                                "-colour palette for " + std::to_string(bpp) +
+                                "-bit pixels needs PIL");
+  }
+  const size_t extra = 4 * size_t{full - colors};
+  padded.resize(size + extra);
+  uint8_t* q = padded.data();
+  std::memcpy(q, p, palette_end);
+  for (uint32_t i = colors; i < full; ++i) {
+    uint8_t* e = q + palette_end + 4 * (i - colors);
+    e[0] = e[1] = e[2] = static_cast<uint8_t>(i);
+    e[3] = 0;
+  }
+  std::memcpy(q + palette_end + extra, p + palette_end, size - palette_end);
+  StoreLe32(q + 2, static_cast<uint32_t>(size + extra));
+  StoreLe32(q + 10, static_cast<uint32_t>(offset + extra));
+  StoreLe32(q + 46, full);
+  *decode_from = q;
+  *decode_size = size + extra;
   return Status::OK();
 }
 
@@ -431,6 +464,36 @@ Status ProbePnm(const uint8_t* p, size_t size, uint64_t max_pixels, int* width,
       return Status::NotSupported("PNM: P" + std::to_string(kind) + " " +
                                   Dims(w, h) +
                                   " pixel data truncated: PIL decides");
+    }
+  } else {
+    // Plain (ASCII) data: only digits and whitespace, values <= 255 (P1:
+    // single 0/1 digits, packed or not), and enough of them.  Anything else
+    // (comments, short data) is left to PIL, which reads some such files
+    // OpenCV refuses (with a message on stderr).
+    const uint64_t need = w * h * (kind == 3 ? 3 : 1);
+    uint64_t have = 0;
+    while (pos < size && have < need) {
+      uint8_t c = p[pos];
+      if (c == ' ' || (c >= '\t' && c <= '\r')) {
+        ++pos;
+      } else if (kind == 1 && (c == '0' || c == '1')) {
+        ++pos;
+        ++have;
+      } else if (kind != 1 && c >= '0' && c <= '9') {
+        unsigned value = 0;
+        while (pos < size && p[pos] >= '0' && p[pos] <= '9' && value <= 255) {
+          value = value * 10 + (p[pos++] - '0');
+        }
+        if (value > 255) break;
+        ++have;
+      } else {
+        break;
+      }
+    }
+    if (have < need) {
+      return Status::NotSupported("PNM: P" + std::to_string(kind) + " " +
+                                  Dims(w, h) +
+                                  " plain data not understood: PIL decides");
     }
   }
   *width = static_cast<int>(w);
@@ -507,9 +570,13 @@ Status DecodeRgb(const void* data, size_t size, RgbImage* out,
           ProbePng(p, size, max_pixels, &w, &h, &from, &from_size));
       return DecodeOpenCv("PNG", from, from_size, w, h, max_pixels, true, out);
     }
-    case ImageFormat::kBmp:
-      UFSPACK_RETURN_IF_ERROR(ProbeBmp(p, size, max_pixels, &w, &h));
-      return DecodeOpenCv("BMP", data, size, w, h, max_pixels, true, out);
+    case ImageFormat::kBmp: {
+      const uint8_t* from;
+      size_t from_size;
+      UFSPACK_RETURN_IF_ERROR(
+          ProbeBmp(p, size, max_pixels, &w, &h, &from, &from_size));
+      return DecodeOpenCv("BMP", from, from_size, w, h, max_pixels, true, out);
+    }
     case ImageFormat::kPnm:
       UFSPACK_RETURN_IF_ERROR(ProbePnm(p, size, max_pixels, &w, &h));
       return DecodeOpenCv("PNM", data, size, w, h, max_pixels, true, out);

@@ -115,12 +115,29 @@ def test_custom_loader_receives_file_bytes(edge_tree, edge_pack):
     assert my.loader is loader
 
 
-def test_is_valid_file_filters_like_imagefolder(edge_tree, edge_pack):
+@pytest.fixture(scope="module")
+def all_files_pack(edge_tree, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("allfiles") / "pack")
+    ufspack.build(edge_tree, out, all_files=True, progress=False)
+    return out
+
+
+def test_all_files_pack_filters_like_imagefolder(edge_tree, all_files_pack):
+    tv = ImageFolder(edge_tree)
+    my = ufspack.MyImageFolder(all_files_pack)
+    assert len(ufspack.Pack(all_files_pack)) > len(tv)  # notes.txt, noext
+    assert list(my.samples) == [tuple(s) for s in tv.samples]
+    assert list(my.targets) == tv.targets
+
+
+def test_is_valid_file_filters_like_imagefolder(edge_tree, all_files_pack):
+    # is_valid_file sees every file, as in ImageFolder: exact parity needs a
+    # pack built with --all-files.
     def keep(path):
-        return not path.endswith(".png")
+        return not path.endswith((".bmp", ".JPG"))
 
     tv = ImageFolder(edge_tree, is_valid_file=keep)
-    my = ufspack.MyImageFolder(edge_pack, is_valid_file=keep)
+    my = ufspack.MyImageFolder(all_files_pack, is_valid_file=keep)
     assert list(my.samples) == [tuple(s) for s in tv.samples]
     assert list(my.targets) == tv.targets
     assert my.extensions is None and tv.extensions is None

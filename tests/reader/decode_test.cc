@@ -162,7 +162,7 @@ for ct, ch in ((0, 1), (2, 3), (3, 1), (4, 2), (6, 4)):
 add('png_tiny_1x1', png(1, 1, 2, 8, [[1, 2, 3]]), 'fast')
 add('png_wide', png(301, 2, 2, 8, rand_samples(301, 2, 3, 255, 70)), 'fast')
 add('png_gamma_srgb', png(W, H, 2, 8, rand_samples(W, H, 3, 255, 71),
-                          extra=chunk(b'gAMA', struct.pack('>I', 100000)) + chunk(b'sRGB', b'\0')), 'fast')
+                          extra=chunk(b'gAMA', struct.pack('>I', 45455)) + chunk(b'sRGB', b'\0')), 'fast')
 # 16-bit: NotSupported (PIL keeps the high byte or makes mode I).
 for ct, ch in ((0, 1), (2, 3), (4, 2), (6, 4)):
     add('png16_c%d' % ct, png(W, H, ct, 16, rand_samples(W, H, ch, 65535, 80 + ct)), 'fallback')
@@ -212,7 +212,13 @@ rr8 = rand_samples(W, H, 1, 255, 104)
 add('bmp8_topdown', bmp(W, H, 8, [bytes(r) for r in rr8], palette=pal4(256, 105), topdown=True), 'fast')
 add('bmp24_topdown', bmp(W, H, 24, [bytes(r) for r in rand_samples(W, H, 3, 255, 106)], topdown=True), 'fast')
 add('bmp8_clrused', bmp(W, H, 8, [bytes(v % 20 for v in r) for r in rr8], palette=pal4(20, 107), clrused=20), 'fast')
-add('bmp8_clrused_oob', bmp(W, H, 8, [bytes(r) for r in rr8], palette=pal4(20, 107), clrused=20), 'any')
+add('bmp8_clrused_oob', bmp(W, H, 8, [bytes(r) for r in rr8], palette=pal4(20, 107), clrused=20), 'fast')
+add('bmp4_clrused_oob', bmp(W, H, 4, [pack_row(r, 4) for r in rr], palette=pal4(5, 108), clrused=5), 'fast')
+ramp = b''.join(bytes([i, i, i, 0]) for i in range(20))
+add('bmp8_clrused_grayramp', bmp(W, H, 8, [bytes(r) for r in rr8], palette=ramp, clrused=20), 'fast')
+add('bmp8_clrused2', bmp(W, H, 8, [bytes(v % 2 for v in r) for r in rr8], palette=pal4(2, 109), clrused=2), 'fallback')
+add('bmp8_clrused2_bw', bmp(W, H, 8, [bytes(v % 2 for v in r) for r in rr8], palette=b'\0\0\0\0\xff\xff\xff\0',
+                            clrused=2), 'fallback')
 add('bmp24_os2', bmp(W, H, 24, [bytes(r) for r in rand_samples(W, H, 3, 255, 108)], hdr=12), 'any')
 add('bmp_v4_24', bmp(W, H, 24, [bytes(r) for r in rand_samples(W, H, 3, 255, 109)], hdr=108), 'fast')
 add('bmp_v5_24', bmp(W, H, 24, [bytes(r) for r in rand_samples(W, H, 3, 255, 110)], hdr=124), 'fast')
@@ -296,7 +302,10 @@ def lines(vals, per=12):
 add('ppm_p3', ('P3\n# comment\n%d %d\n255\n' % (W, H) + lines(list(rgbb))).encode(), 'fast')
 add('pgm_p2', ('P2\n%d %d\n255\n' % (W, H) + lines(list(gb))).encode(), 'fast')
 add('pbm_p1', ('P1\n%d %d\n' % (W, H) + lines(bits, 35)).encode(), 'fast')
-add('pbm_p1_packed', ('P1\n%d %d\n' % (W, H) + ''.join(str(b) for b in bits) + '\n').encode(), 'any')
+add('pbm_p1_packed', ('P1\n%d %d\n' % (W, H) + ''.join(str(b) for b in bits) + '\n').encode(), 'fast')
+add('pgm_p2_comment', ('P2\n%d %d\n255\n# c\n' % (W, H) + lines(list(gb))).encode(), 'any')
+add('pgm_p2_short', ('P2\n%d %d\n255\n' % (W, H) + lines(list(gb)[:-5])).encode(), 'fallback')
+add('pgm_p2_over255', ('P2\n%d %d\n255\n' % (W, H) + lines([300] + list(gb)[1:])).encode(), 'any')
 add('ppm_p6_comment', b'P6\n# a comment\n%d %d\n# another\n255\n' % (W, H) + rgbb, 'fast')
 add('ppm_p6_max100', b'P6 %d %d 100\n' % (W, H) + bytes(v * 100 // 255 for v in rgbb), 'fallback')
 add('pgm_p5_max15', b'P5 %d %d 15\n' % (W, H) + bytes(v >> 4 for v in gb), 'fallback')
@@ -335,7 +344,10 @@ def adobe(transform):
 add('jpeg_adobe_rgb', base444[:2] + adobe(0) + base444[2:], 'fast')
 add('jpeg_adobe_ycc', base444[:2] + adobe(1) + base444[2:], 'fast')
 add('jpeg_truncated', base444[:len(base444) // 2], 'fallback')
-add('jpeg_extraneous', base444[:-2] + b'\0\0\0' + base444[-2:], 'fallback')
+add('jpeg_extraneous_before_eoi', base444[:-2] + b'\0\0\0' + base444[-2:], 'any')
+# Junk between header markers: libjpeg warns (fallback); PIL reads it.
+add('jpeg_junk_between_markers', base444[:20] + b'junk' + base444[20:], 'fallback')
+add('jpeg_corrupt_scan', base444[:-40] + b'\xff\xd0' * 5 + base444[-30:], 'fallback')
 
 # ---- formats left to PIL, and odd corners ----
 add('tiff', save(img, 'TIFF'), 'fallback')
@@ -851,11 +863,13 @@ TEST_F(DecodeParityTest, JpegHugeSofRefusedBeforeDecoding) {
   size_t sof = jpeg.find("\xff\xc0");
   ASSERT_NE(sof, std::string::npos);
   // SOF0: FF C0, length(2), precision(1), height(2), width(2).
-  jpeg[sof + 5] = jpeg[sof + 6] = jpeg[sof + 7] = jpeg[sof + 8] = '\xff';
+  // 60000x60000 (libjpeg's own limit is 65500).
+  jpeg[sof + 5] = jpeg[sof + 7] = '\xea';
+  jpeg[sof + 6] = jpeg[sof + 8] = '\x60';
   RgbImage img;
   Status s = DecodeRgb(jpeg.data(), jpeg.size(), &img);
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
-  EXPECT_NE(s.message().find("65535x65535"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("60000x60000"), std::string::npos) << s.ToString();
 }
 
 // Every prefix of a small file of each format: falls back or fails, never

@@ -90,6 +90,10 @@ UFSPACK_EXPORT Status ScanTree(const std::string& root,
 // order except where undecodable bytes meet 4-byte UTF-8 sequences.
 UFSPACK_EXPORT bool PyFsLess(std::string_view a, std::string_view b);
 
+// Extensions as ScanTree compares them: ASCII lower case, leading '.'.
+UFSPACK_EXPORT std::vector<std::string> NormalizeExtensions(
+    std::vector<std::string> extensions);
+
 // Whether `name` ends (ASCII case-insensitively) with one of `extensions`
 // (each already lower-case with a leading '.').
 UFSPACK_EXPORT bool HasAllowedExtension(

@@ -233,6 +233,9 @@ inline uint32_t NameHashTag(uint64_t hash) {
 
 // Keys written by `ufspack build`.
 inline constexpr char kMetaSourceRoot[] = "source_root";  // the <dir> packed
+// The files selected: "*" for all, else the comma-separated extensions
+// (lower case, with a leading '.') a file name had to end with.
+inline constexpr char kMetaExtensions[] = "extensions";
 
 // Encodes key/value pairs in key order (so output is deterministic).  An
 // empty map encodes to nothing (an empty section).
