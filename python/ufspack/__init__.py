@@ -14,7 +14,7 @@ See docs/python.md.
 """
 
 from ufspack._core import CorruptPackError, __version__
-from ufspack.build import build
+from ufspack.packing import build
 from ufspack.dataset import IMG_EXTENSIONS, MyImageFolder
 from ufspack.pack import Pack
 
