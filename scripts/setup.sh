@@ -37,6 +37,26 @@ echo "== ufspack verify $PACK"
 "$UFSPACK" verify "$PACK"
 echo "== reading every record through the C++ API (examples/read_pack.cc)"
 "$BUILD_DIR/ufspack_read_example" "$PACK"
+echo "== reading it back through Python: ufspack.MyImageFolder vs torchvision ImageFolder"
+PYTHONPATH="$BUILD_DIR/python" "$PYTHON" - "$PACK" "$SRC" <<'PY'
+import sys, time
+import numpy as np
+import ufspack
+from torchvision.datasets import ImageFolder
+
+pack, src = sys.argv[1], sys.argv[2]
+t0 = time.perf_counter()
+mine = ufspack.MyImageFolder(pack)
+t1 = time.perf_counter()
+theirs = ImageFolder(src)
+assert mine.classes == theirs.classes and mine.class_to_idx == theirs.class_to_idx
+assert list(mine.samples) == [tuple(s) for s in theirs.samples]
+assert list(mine.targets) == theirs.targets
+for i in range(len(theirs)):
+    assert np.array_equal(np.asarray(mine[i][0]), np.asarray(theirs[i][0])), theirs.samples[i][0]
+print(f"Python: MyImageFolder({pack!r}) opened in {(t1 - t0) * 1000:.2f} ms; "
+      f"{len(mine)} samples in classes {mine.classes}: same samples, targets and pixels as ImageFolder")
+PY
 echo "== ufspack extract, then compare with the source tree"
 OUT="$BUILD_DIR/sample/extracted"
 rm -rf "$OUT"
