@@ -278,6 +278,18 @@ Status PackWriter::AddClass(std::string_view name) {
   return Status::OK();
 }
 
+Status PackWriter::CheckRecord(uint32_t label, std::string_view name) {
+  UFSPACK_RETURN_IF_ERROR(CheckLabel(label, name));
+  if (records_.size() >= kMaxRecords) {
+    return Fail(Status::InvalidArgument("too many records (format limit " +
+                                        std::to_string(kMaxRecords) + ")"));
+  }
+  if (name.size() > UINT32_MAX) {
+    return Fail(Status::InvalidArgument("record name too long"));
+  }
+  return Status::OK();
+}
+
 Status PackWriter::CheckLabel(uint32_t label, std::string_view name) {
   if (options_.flat) {
     if (label != kNoLabel) {
@@ -331,14 +343,7 @@ Status PackWriter::Add(std::string_view name, uint32_t label,
 Status PackWriter::AddPrepared(std::string_view name, uint32_t label,
                                const PreparedRecord& r) {
   UFSPACK_RETURN_IF_ERROR(status_);
-  UFSPACK_RETURN_IF_ERROR(CheckLabel(label, name));
-  if (records_.size() >= kMaxRecords) {
-    return Fail(Status::InvalidArgument("too many records (format limit " +
-                                        std::to_string(kMaxRecords) + ")"));
-  }
-  if (name.size() > UINT32_MAX) {
-    return Fail(Status::InvalidArgument("record name too long"));
-  }
+  UFSPACK_RETURN_IF_ERROR(CheckRecord(label, name));
   UFSPACK_RETURN_IF_ERROR(WriteData(r.stored.data(), r.stored.size()));
   return AppendEntry(name, label, r.codec, r.stored.size(), r.original_length,
                      r.checksum);
@@ -347,14 +352,7 @@ Status PackWriter::AddPrepared(std::string_view name, uint32_t label,
 Status PackWriter::AddFromFd(std::string_view name, uint32_t label, int fd,
                              uint64_t size, const std::string& path) {
   UFSPACK_RETURN_IF_ERROR(status_);
-  UFSPACK_RETURN_IF_ERROR(CheckLabel(label, name));
-  if (records_.size() >= kMaxRecords) {
-    return Fail(Status::InvalidArgument("too many records (format limit " +
-                                        std::to_string(kMaxRecords) + ")"));
-  }
-  if (name.size() > UINT32_MAX) {
-    return Fail(Status::InvalidArgument("record name too long"));
-  }
+  UFSPACK_RETURN_IF_ERROR(CheckRecord(label, name));
   UFSPACK_RETURN_IF_ERROR(FlushData());
   const uint64_t start = data_offset_;
   struct stat before;

@@ -127,22 +127,31 @@ int OpenReadOnly(const std::string& path) {
   return fd;
 }
 
+// Opens `path` read-only and checks that it is a regular file; on success
+// the caller owns *fd.
+Status OpenRegularFile(const std::string& path, int* fd, struct stat* st) {
+  int f = OpenReadOnly(path);
+  if (f < 0) return Status::FromErrno(path, errno);
+  if (::fstat(f, st) != 0) {
+    int e = errno;
+    ::close(f);
+    return Status::FromErrno(path + ": fstat", e);
+  }
+  if (!S_ISREG(st->st_mode)) {
+    ::close(f);
+    return Status::InvalidArgument(path + ": not a regular file");
+  }
+  *fd = f;
+  return Status::OK();
+}
+
 }  // namespace
 
 Status NewPosixRandomAccessFile(const std::string& path,
                                 std::unique_ptr<RandomAccessFile>* result) {
-  int fd = OpenReadOnly(path);
-  if (fd < 0) return Status::FromErrno(path, errno);
+  int fd;
   struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    int e = errno;
-    ::close(fd);
-    return Status::FromErrno(path + ": fstat", e);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Status::InvalidArgument(path + ": not a regular file");
-  }
+  UFSPACK_RETURN_IF_ERROR(OpenRegularFile(path, &fd, &st));
   result->reset(new PosixRandomAccessFile(path, fd));
   return Status::OK();
 }
@@ -154,18 +163,9 @@ std::unique_ptr<RandomAccessFile> NewMemoryRandomAccessFile(
 }
 
 Status MapFile(const std::string& path, std::unique_ptr<Region>* result) {
-  int fd = OpenReadOnly(path);
-  if (fd < 0) return Status::FromErrno(path, errno);
+  int fd;
   struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    int e = errno;
-    ::close(fd);
-    return Status::FromErrno(path + ": fstat", e);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Status::InvalidArgument(path + ": not a regular file");
-  }
+  UFSPACK_RETURN_IF_ERROR(OpenRegularFile(path, &fd, &st));
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size > SIZE_MAX) {
     ::close(fd);

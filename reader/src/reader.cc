@@ -222,6 +222,18 @@ Status Reader::Corrupt(uint64_t i, std::string_view name,
   return Status::Corruption(msg);
 }
 
+Status Reader::NameAt(uint64_t offset, uint64_t length,
+                      std::string_view* name) const {
+  if (offset > names_.size() || length > names_.size() - offset) {
+    return Status::Corruption("name at pool offset " + std::to_string(offset) +
+                              " + " + std::to_string(length) +
+                              " exceeds the name pool (" +
+                              std::to_string(names_.size()) + " bytes)");
+  }
+  *name = names_.substr(offset, length);
+  return Status::OK();
+}
+
 Status Reader::GetRecord(uint64_t i, Record* record) const {
   if (i >= info_.record_count) {
     return Status::OutOfRange(info_.index_path + ": record " +
@@ -233,15 +245,9 @@ Status Reader::GetRecord(uint64_t i, Record* record) const {
   RecordEntry e;
   Status s = e.DecodeFrom(&in);
   if (!s.ok()) return Corrupt(i, {}, s.message());
-  if (e.name_offset > names_.size() ||
-      e.name_length > names_.size() - e.name_offset) {
-    return Corrupt(i, {},
-                   "name at pool offset " + std::to_string(e.name_offset) +
-                       " + " + std::to_string(e.name_length) +
-                       " exceeds the name pool (" +
-                       std::to_string(names_.size()) + " bytes)");
-  }
-  std::string_view name = names_.substr(e.name_offset, e.name_length);
+  std::string_view name;
+  s = NameAt(e.name_offset, e.name_length, &name);
+  if (!s.ok()) return Corrupt(i, {}, s.message());
   if (NameHashTag(NameHash(name)) != e.name_hash) {
     return Corrupt(i, name, "name hash mismatch (damaged name or name pool)");
   }
@@ -298,13 +304,10 @@ Status Reader::GetClass(uint64_t c, ClassInfo* out) const {
   std::string where = info_.index_path + ": class " + std::to_string(c);
   if (!s.ok())
     return Status::Corruption(where + ": " + std::string(s.message()));
-  if (e.name_offset > names_.size() ||
-      e.name_length > names_.size() - e.name_offset) {
-    return Status::Corruption(
-        where + ": name at pool offset " + std::to_string(e.name_offset) +
-        " + " + std::to_string(e.name_length) + " exceeds the name pool (" +
-        std::to_string(names_.size()) + " bytes)");
-  }
+  std::string_view name;
+  s = NameAt(e.name_offset, e.name_length, &name);
+  if (!s.ok())
+    return Status::Corruption(where + ": " + std::string(s.message()));
   if (e.first_record > info_.record_count ||
       e.record_count > info_.record_count - e.first_record) {
     return Status::Corruption(
@@ -312,7 +315,7 @@ Status Reader::GetClass(uint64_t c, ClassInfo* out) const {
         std::to_string(e.record_count) + " exceed the record count " +
         std::to_string(info_.record_count));
   }
-  out->name = names_.substr(e.name_offset, e.name_length);
+  out->name = name;
   out->first_record = e.first_record;
   out->record_count = e.record_count;
   return Status::OK();

@@ -116,6 +116,8 @@ class UFSPACK_EXPORT PackWriter {
  private:
   PackWriter() = default;
   Status CheckLabel(uint32_t label, std::string_view name);
+  // CheckLabel plus the format's record count and name length limits.
+  Status CheckRecord(uint32_t label, std::string_view name);
   Status AppendEntry(std::string_view name, uint32_t label, Codec codec,
                      uint64_t stored, uint64_t original, uint64_t checksum);
   Status WriteData(const char* p, size_t n);

@@ -180,6 +180,8 @@ class UFSPACK_EXPORT Reader {
   Status Corrupt(uint64_t i, std::string_view name,
                  std::string_view what) const;
   Status ReadStored(const Record& r, char* dst) const;
+  // The bounds-checked view of name pool bytes [offset, offset + length).
+  Status NameAt(uint64_t offset, uint64_t length, std::string_view* name) const;
 
   ReaderOptions options_;
   PackInfo info_;
