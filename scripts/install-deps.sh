@@ -11,6 +11,7 @@ PACKAGES=(
   python3 python3-dev pybind11-dev python3-venv python3-pip
   python3-numpy python3-pil python3-pytest
   python3-torch python3-torchvision
+  python3-opencv python3-lmdb python3-h5py python3-matplotlib strace
 )
 
 missing=()

@@ -1,0 +1,65 @@
+#!/usr/bin/python3
+"""Charts for bench/run_e2e.sh results: one PNG per (mode, workers), bars of
+samples/s per loader, grouped by storage case.
+
+    bench/plot_e2e.py <outdir>        # reads <outdir>/*.csv, writes <outdir>/*.png
+"""
+
+import csv
+import glob
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+ORDER = ["local-warm", "local-cold", "slowfs-0.25", "slowfs-0.5"]
+
+
+def main():
+    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(2)
+    out = sys.argv[1]
+    rows = []
+    for path in glob.glob(os.path.join(out, "*.csv")):
+        with open(path) as f:
+            rows += [r for r in csv.DictReader(f) if r.get("samples_per_s")]
+    if not rows:
+        sys.exit(f"no results in {out}")
+    storages = [s for s in ORDER if any(r["storage"] == s for r in rows)]
+    storages += sorted({r["storage"] for r in rows} - set(storages))
+    loaders = sorted({r["loader"] for r in rows}, key=lambda l: (not l.startswith("ufspack"), l))
+    for mode in sorted({r["mode"] for r in rows}):
+        for workers in sorted({r["workers"] for r in rows}, key=int):
+            sel = [r for r in rows if r["mode"] == mode and r["workers"] == workers]
+            if not sel:
+                continue
+            fig, ax = plt.subplots(figsize=(10, 4.5))
+            width = 0.8 / max(1, len(loaders))
+            for k, loader in enumerate(loaders):
+                vals = []
+                for s in storages:
+                    v = [float(r["samples_per_s"]) for r in sel if r["loader"] == loader and r["storage"] == s]
+                    vals.append(v[0] if v else 0.0)
+                xs = [i + (k - (len(loaders) - 1) / 2) * width for i in range(len(storages))]
+                ax.bar(xs, vals, width, label=loader)
+            ax.set_xticks(range(len(storages)))
+            ax.set_xticklabels(storages)
+            ax.set_yscale("log")
+            ax.set_ylabel("samples/s (log scale)")
+            what = "raw bytes" if mode == "raw" else "read + decode + ToTensor"
+            ax.set_title(f"{what}, " + ("single process" if workers == "0" else f"DataLoader num_workers={workers}"))
+            ax.legend(fontsize=8, ncol=4)
+            ax.grid(axis="y", alpha=0.3)
+            fig.tight_layout()
+            path = os.path.join(out, f"e2e-{mode}-w{workers}.png")
+            fig.savefig(path, dpi=110)
+            plt.close(fig)
+            print(path)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Runs bench/e2e.py over every storage case and draws the charts.
+#
+#   sudo bash bench/run_e2e.sh <imagefolder-dir> <outdir> [limit=2000] [workers=0,2,4]
+#
+# Storage cases, each a separate e2e.py run on the same prepared workdir:
+#   local-warm   page cache warm (everything read before each measurement)
+#   local-cold   `sync; echo 3 > /proc/sys/vm/drop_caches` before each measurement
+#   slowfs-0.25  ../shared/bench/slowfs.sh, 0.25 ms one-way delay, remounted
+#   slowfs-0.5   the same at 0.5 ms                       before each measurement
+# Needs root (drop_caches, network namespace).  Environment: PYTHON
+# (default /usr/bin/python3), PYTHONPATH (e.g. build/python), UFSPACK (the
+# CLI), SLOWFS (default ../shared/bench/slowfs.sh), CASES (default all four).
+set -euo pipefail
+if [ $# -lt 2 ] || [ "$1" = "--help" ]; then sed -n '2,15p' "$0"; exit 2; fi
+SRC=$1; OUT=$(mkdir -p "$2" && cd "$2" && pwd); LIMIT=${3:-2000}; WORKERS=${4:-0,2,4}
+HERE=$(cd "$(dirname "$0")" && pwd)
+PYTHON=${PYTHON:-/usr/bin/python3}
+SLOWFS=${SLOWFS:-$HERE/../../shared/bench/slowfs.sh}
+CASES=${CASES:-local-warm local-cold slowfs-0.25 slowfs-0.5}
+WORK=$OUT/work
+MNT=$OUT/mnt
+
+cli=()
+[ -n "${UFSPACK:-}" ] && cli=(--ufspack-cli "$UFSPACK")
+[ -f "$WORK/prepared.json" ] || "$PYTHON" "$HERE/e2e.py" prepare "$SRC" "$WORK" "${cli[@]}"
+cp "$WORK/prepared.json" "$OUT/prepared.json"
+
+for case in $CASES; do
+  echo "== $case"
+  case $case in
+    local-warm)
+      "$PYTHON" "$HERE/e2e.py" run "$WORK" --limit "$LIMIT" --workers "$WORKERS" --warm \
+        --strace --storage "$case" --out "$OUT/$case" ;;
+    local-cold)
+      "$PYTHON" "$HERE/e2e.py" run "$WORK" --limit "$LIMIT" --workers "$WORKERS" --drop-caches \
+        --storage "$case" --out "$OUT/$case" ;;
+    slowfs-*)
+      delay=${case#slowfs-}
+      mkdir -p "$MNT"
+      remount="bash '$SLOWFS' up '$WORK' '$MNT' $delay >/dev/null 2>&1 && sync && echo 3 > /proc/sys/vm/drop_caches"
+      bash "$SLOWFS" up "$WORK" "$MNT" "$delay"
+      "$PYTHON" "$HERE/e2e.py" run "$MNT" --limit "$LIMIT" --workers "$WORKERS" \
+        --before-each "$remount" --storage "$case" --out "$OUT/$case" || true
+      bash "$SLOWFS" down ;;
+    *) echo "unknown case $case" >&2; exit 2 ;;
+  esac
+done
+"$PYTHON" "$HERE/plot_e2e.py" "$OUT"
