@@ -3,6 +3,7 @@
 samples/s per loader, grouped by storage case.
 
     bench/plot_e2e.py <outdir>        # reads <outdir>/*.csv, writes <outdir>/*.png
+                                      # and <outdir>/tables.md
 """
 
 import csv
@@ -59,6 +60,37 @@ def main():
             fig.savefig(path, dpi=110)
             plt.close(fig)
             print(path)
+    write_tables(out, rows, storages, loaders)
+
+
+def write_tables(out, rows, storages, loaders):
+    """One markdown table per storage case: loaders x (mode, workers), with
+    each loader's ratio to ImageFolder in the same column."""
+    cols = sorted({(r["mode"], r["workers"]) for r in rows}, key=lambda c: (c[0] != "raw", int(c[1])))
+    lines = []
+    for s in storages:
+        sel = {(r["loader"], r["mode"], r["workers"]): float(r["samples_per_s"]) for r in rows if r["storage"] == s}
+        lines.append(f"### {s}\n")
+        head = ["loader"] + [f"{m} w={w}" for m, w in cols]
+        lines.append("| " + " | ".join(head) + " |")
+        lines.append("|" + "---|" * len(head))
+        for loader in loaders:
+            cells = [loader]
+            for m, w in cols:
+                v = sel.get((loader, m, w))
+                base = sel.get(("imagefolder", m, w))
+                if v is None:
+                    cells.append("")
+                elif base and loader != "imagefolder":
+                    cells.append(f"{v:,.0f} ({v / base:.2f}x)")
+                else:
+                    cells.append(f"{v:,.0f}")
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    path = os.path.join(out, "tables.md")
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+    print(path)
 
 
 if __name__ == "__main__":
