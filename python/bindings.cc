@@ -95,7 +95,6 @@ struct Decoded {
   Status status;         // read error, or decode error other than NotSupported
   RgbImage image;        // set when the fast decoder handled it
   std::string fallback;  // the encoded bytes, when PIL must decode
-  std::string reason;    // why the fast path declined
 };
 
 // Reads record `i` into a per-thread buffer and decodes it.
@@ -107,15 +106,10 @@ void ReadAndDecode(const Reader& reader, uint64_t i, Decoded* out) {
   if (buffer.size() < rec.original_length) buffer.resize(rec.original_length);
   out->status = reader.Read(rec, buffer.data(), buffer.size());
   if (!out->status.ok()) return;
-  Status d = DecodeRgb(buffer.data(), rec.original_length, &out->image);
-  if (d.IsNotSupported()) {
+  // NotSupported (PIL's pixels need PIL) or a decode error: either way PIL
+  // decodes the bytes, and raises what ImageFolder would raise.
+  if (!DecodeRgb(buffer.data(), rec.original_length, &out->image).ok()) {
     out->fallback.assign(buffer.data(), rec.original_length);
-    out->reason = std::string(d.message());
-  } else if (!d.ok()) {
-    // The fast decoder rejected the bytes: PIL decides what the error is,
-    // exactly as ImageFolder would report it.
-    out->fallback.assign(buffer.data(), rec.original_length);
-    out->reason = std::string(d.message());
   }
 }
 

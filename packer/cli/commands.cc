@@ -230,13 +230,6 @@ std::string Fixed(double v, int digits) {
   return buf;
 }
 
-std::string Hex64(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%016llx",
-                static_cast<unsigned long long>(v));
-  return buf;
-}
-
 std::string DefaultOutput(const std::string& src) {
   std::string s = src;
   while (s.size() > 1 && s.back() == '/') s.pop_back();
@@ -553,7 +546,7 @@ int CmdLs(const Argv& argv) {
       buf += ",\"stored_size\":" + std::to_string(r.stored_length);
       buf += ",\"codec\":\"" + std::string(CodecName(r.codec)) + "\"";
       buf += ",\"offset\":" + std::to_string(r.offset);
-      buf += ",\"checksum\":\"" + Hex64(r.checksum) + "\"}";
+      buf += ",\"checksum\":\"" + HexU64(r.checksum).substr(2) + "\"}";
     } else if (long_format) {
       char line[160];
       std::snprintf(line, sizeof(line), "%8llu  %6s  %10llu  %10llu  %-4s  ",

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <string>
 
+#include "ufspack/text.h"
+
 namespace ufspack {
 namespace cli {
 namespace {
@@ -18,34 +20,6 @@ std::atomic<bool> g_interrupted{false};
 // Installed with SA_RESETHAND: the next signal of the same kind takes the
 // default action and terminates at once.
 extern "C" void OnSignal(int) { g_interrupted.store(true); }
-
-// Length of the valid UTF-8 sequence at s[i], or 0 if none (same rules as
-// Python's strict UTF-8 decoder).
-size_t Utf8SequenceLength(const unsigned char* s, size_t n, size_t i) {
-  unsigned char c = s[i];
-  if (c < 0x80) return 1;
-  size_t len;
-  unsigned char lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) {
-    len = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    len = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    len = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (i + len > n) return 0;
-  if (s[i + 1] < lo || s[i + 1] > hi) return 0;
-  for (size_t k = 2; k < len; ++k) {
-    if (s[i + k] < 0x80 || s[i + k] > 0xBF) return 0;
-  }
-  return len;
-}
 
 }  // namespace
 
@@ -234,26 +208,6 @@ std::string JsonString(std::string_view bytes) {
     }
   }
   out += "\"";
-  return out;
-}
-
-std::string Printable(std::string_view bytes) {
-  const auto* s = reinterpret_cast<const unsigned char*>(bytes.data());
-  const size_t n = bytes.size();
-  std::string out;
-  char buf[8];
-  for (size_t i = 0; i < n;) {
-    unsigned char c = s[i];
-    size_t len = c >= 0x20 && c != 0x7f ? Utf8SequenceLength(s, n, i) : 0;
-    if (len == 0) {
-      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-      out += buf;
-      ++i;
-    } else {
-      out.append(bytes.data() + i, len);
-      i += len;
-    }
-  }
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ufspack/status.h"
+#include "ufspack/text.h"
 
 namespace ufspack {
 namespace cli {
@@ -71,9 +72,8 @@ std::string FormatDuration(double seconds);
 // gives the original bytes back.
 std::string JsonString(std::string_view bytes);
 
-// The bytes of `s` with control and non-UTF-8 bytes shown as \xNN, for
-// messages on a terminal.
-std::string Printable(std::string_view s);
+// Message-safe form of raw bytes (ufspack::EscapeBytes).
+inline std::string Printable(std::string_view s) { return EscapeBytes(s); }
 
 // Writes all of `data` to file descriptor `fd`.
 Status WriteFd(int fd, std::string_view data);

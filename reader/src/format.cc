@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ufspack/coding.h"
+#include "ufspack/text.h"
 
 namespace ufspack {
 namespace {
@@ -33,13 +34,6 @@ bool AllZero(const char* p, size_t n) {
     if (p[i] != 0) return false;
   }
   return true;
-}
-
-std::string Hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "0x%016llx",
-                static_cast<unsigned long long>(v));
-  return buf;
 }
 
 Status CheckVersion(uint32_t version, const char* what) {
@@ -213,7 +207,8 @@ Status IndexHeader::DecodeFrom(std::string_view* input) {
   const uint64_t actual_sum = Checksum64(p, kHeaderChecksumOffset);
   if (stored_sum != actual_sum) {
     return Status::Corruption("index header checksum mismatch: expected " +
-                              Hex(stored_sum) + ", found " + Hex(actual_sum));
+                              HexU64(stored_sum) + ", found " +
+                              HexU64(actual_sum));
   }
   uint32_t header_size = DecodeFixed32(p + 12);
   if (header_size != kEncodedLength) {
@@ -227,7 +222,7 @@ Status IndexHeader::DecodeFrom(std::string_view* input) {
     return Status::NotSupported(
         "index requires features this build lacks "
         "(required flags " +
-        Hex(required_flags & ~kKnownRequiredFlags) + ")");
+        HexU64(required_flags & ~kKnownRequiredFlags) + ")");
   }
   optional_flags = DecodeFixed32(p + 20);
   uint8_t ck = static_cast<uint8_t>(p[24]);

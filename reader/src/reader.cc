@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ufspack/coding.h"
+#include "ufspack/text.h"
 
 namespace ufspack {
 namespace {
@@ -23,32 +24,6 @@ namespace {
 // one RLE byte), so no frame expands by more than this factor.  Bounds the
 // allocation a damaged index can ask for.
 constexpr uint64_t kMaxZstdExpansion = 32768;
-
-std::string Hex64(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "0x%016llx",
-                static_cast<unsigned long long>(v));
-  return buf;
-}
-
-// Printable form of a record name for messages: non-printable bytes are
-// shown as \xNN so a message is always one line of text.
-std::string Printable(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (unsigned char c : s) {
-    if (c >= 0x20 && c != 0x7f && c != '\\') {
-      out.push_back(static_cast<char>(c));
-    } else if (c == '\\') {
-      out += "\\\\";
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-      out += buf;
-    }
-  }
-  return out;
-}
 
 std::string DirName(const std::string& path) {
   size_t slash = path.find_last_of('/');
@@ -187,7 +162,7 @@ Status Reader::Init() {
     if (actual != header_.body_checksum) {
       return Status::Corruption(
           iname + ": index body checksum mismatch: expected " +
-          Hex64(header_.body_checksum) + ", found " + Hex64(actual));
+          HexU64(header_.body_checksum) + ", found " + HexU64(actual));
     }
   }
 
@@ -214,7 +189,7 @@ Status Reader::Corrupt(uint64_t i, std::string_view name,
   std::string msg = info_.index_path + ": record " + std::to_string(i);
   if (!name.empty()) {
     msg += " '";
-    msg += Printable(name);
+    msg += EscapeBytes(name);
     msg += "'";
   }
   msg += ": ";
@@ -325,7 +300,7 @@ Status Reader::Find(std::string_view name, uint64_t* index) const {
   const uint64_t slots = lookup_.size() / 4;
   if (slots == 0) {
     return Status::NotFound(info_.index_path + ": no record named '" +
-                            Printable(name) + "'");
+                            EscapeBytes(name) + "'");
   }
   const uint64_t h = NameHash(name);
   const uint32_t tag = NameHashTag(h);
@@ -354,7 +329,7 @@ Status Reader::Find(std::string_view name, uint64_t* index) const {
     pos = (pos + 1) & (slots - 1);
   }
   return Status::NotFound(info_.index_path + ": no record named '" +
-                          Printable(name) + "'");
+                          EscapeBytes(name) + "'");
 }
 
 // Reads the stored bytes of `r` into dst[0, r.stored_length) with one pread
@@ -364,12 +339,12 @@ Status Reader::ReadStored(const Record& r, char* dst) const {
   Status s = data_->Read(r.offset, r.stored_length, dst, &got);
   if (!s.ok()) {
     return s.WithContext("record " + std::to_string(r.index) + " '" +
-                         Printable(r.name) + "'");
+                         EscapeBytes(r.name) + "'");
   }
   if (got != r.stored_length) {
     return Status::Corruption(
         data_->name() + ": record " + std::to_string(r.index) + " '" +
-        Printable(r.name) + "' at offset " + std::to_string(r.offset) +
+        EscapeBytes(r.name) + "' at offset " + std::to_string(r.offset) +
         ": short read: expected " + std::to_string(r.stored_length) +
         " bytes, found " + std::to_string(got) + " (data file truncated?)");
   }
@@ -378,10 +353,10 @@ Status Reader::ReadStored(const Record& r, char* dst) const {
     if (actual != r.checksum) {
       return Status::Corruption(
           data_->name() + ": record " + std::to_string(r.index) + " '" +
-          Printable(r.name) + "' at offset " + std::to_string(r.offset) +
+          EscapeBytes(r.name) + "' at offset " + std::to_string(r.offset) +
           " + " + std::to_string(r.stored_length) +
-          ": checksum mismatch: expected " + Hex64(r.checksum) + ", found " +
-          Hex64(actual));
+          ": checksum mismatch: expected " + HexU64(r.checksum) + ", found " +
+          HexU64(actual));
     }
   }
   return Status::OK();
@@ -392,7 +367,7 @@ namespace {
 Status BadFrame(const std::string& data_name, const Record& r,
                 const std::string& what) {
   return Status::Corruption(data_name + ": record " + std::to_string(r.index) +
-                            " '" + Printable(r.name) + "' at offset " +
+                            " '" + EscapeBytes(r.name) + "' at offset " +
                             std::to_string(r.offset) + ": " + what);
 }
 
@@ -445,7 +420,7 @@ Status Decompress(const std::string& data_name, const Record& r,
 Status Reader::Read(const Record& r, char* dst, size_t capacity) const {
   if (capacity < r.original_length) {
     return Status::InvalidArgument(
-        "record " + std::to_string(r.index) + " '" + Printable(r.name) +
+        "record " + std::to_string(r.index) + " '" + EscapeBytes(r.name) +
         "' needs " + std::to_string(r.original_length) +
         " bytes, buffer holds " + std::to_string(capacity));
   }
@@ -507,8 +482,9 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, Batch* out,
       return Status::InvalidArgument(
           "batch of " + std::to_string(count) + " records exceeds " +
           std::to_string(limit) + " bytes at record " +
-          std::to_string(records[k].index) + " '" + Printable(records[k].name) +
-          "' (" + std::to_string(records[k].original_length) + " bytes)");
+          std::to_string(records[k].index) + " '" +
+          EscapeBytes(records[k].name) + "' (" +
+          std::to_string(records[k].original_length) + " bytes)");
     }
     total += records[k].original_length;
   }
@@ -580,7 +556,7 @@ Status Reader::GetMetadata(std::string_view key,
     }
   }
   return Status::NotFound(info_.index_path + ": no metadata '" +
-                          Printable(key) + "'");
+                          EscapeBytes(key) + "'");
 }
 
 Status Reader::CheckIndex() const {
@@ -592,7 +568,7 @@ Status Reader::CheckIndex() const {
   if (actual != header_.body_checksum) {
     return Status::Corruption(
         iname + ": index body checksum mismatch: expected " +
-        Hex64(header_.body_checksum) + ", found " + Hex64(actual));
+        HexU64(header_.body_checksum) + ", found " + HexU64(actual));
   }
   for (uint64_t i = 0; i < info_.record_count; ++i) {
     Record r;
