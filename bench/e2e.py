@@ -3,6 +3,7 @@
 
     bench/e2e.py prepare <imagefolder-dir> <workdir>
     bench/e2e.py run <workdir> [--loaders ...] [--modes raw,decode] [--workers 0,2,4] ...
+    bench/e2e.py builds <imagefolder-dir> <outdir> [--repeat N] [--before-each CMD]
 
 `prepare` packs one ImageFolder tree into every container measured, timing
 the builds, under <workdir>:
@@ -31,10 +32,21 @@ Loaders:
   imagefolder_imdecode ImageFolder with np.fromfile + cv2.imdecode
   ufspack            ufspack.MyImageFolder, PIL output (default)
   ufspack_numpy      ufspack.MyImageFolder(output="numpy")
+  ufspack_batch      MyImageFolder.__getitems__ (raw: bytes, decode: numpy):
+                     a batch read (and decoded) on decode_threads threads,
+                     several reads in flight; torch >= 2.0's DataLoader calls
+                     __getitems__ itself, for torch 1.13 the harness passes
+                     index batches as the sampler (batch_size=None)
   lmdb               LMDB, one txn.get per sample
   tar                tar shards read sequentially (WebDataset-style; not
                      shuffled: shards are split across workers)
   hdf5               h5py, one variable-length record per sample
+  + the peers that bench/install-peers.sh could install (bench/e2e_peers.py):
+  webdataset, litdata, streaming (MosaicML), ffcv ... when importable
+
+With --repeat N every measurement runs N times (each in a fresh process, with
+the storage case's preparation before each) and the median samples/s is
+reported, with the min and max beside it.
 """
 
 import argparse
@@ -51,8 +63,14 @@ import sys
 import tarfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+try:
+    import e2e_peers
+except ImportError:  # the module is optional
+    e2e_peers = None
+PEER_LOADERS = list(getattr(e2e_peers, "PEER_LOADERS", []))
 ALL_LOADERS = ["imagefolder", "imagefolder_cv2", "imagefolder_imdecode", "ufspack",
-               "ufspack_numpy", "lmdb", "tar", "hdf5"]
+               "ufspack_numpy", "ufspack_batch", "lmdb", "tar", "hdf5"] + PEER_LOADERS
 TAR_SHARDS = 8
 
 
@@ -69,6 +87,65 @@ def timed_cmd(argv):
     t0 = time.perf_counter()
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - t0
+
+
+def build_lmdb(tree, samples, path):
+    """Caffe-style LMDB: key = sample index, value = label + file bytes."""
+    import lmdb
+
+    shutil.rmtree(path, ignore_errors=True)
+    total = sum(os.path.getsize(os.path.join(tree, n)) for n, _ in samples)
+    env = lmdb.open(path, map_size=max(1 << 30, total * 2), subdir=True, lock=True)
+    with env.begin(write=True) as txn:
+        for i, (name, label) in enumerate(samples):
+            with open(os.path.join(tree, name), "rb") as f:
+                txn.put(b"%08d" % i, struct.pack("<i", label) + f.read())
+    env.sync()
+    env.close()
+
+
+def builds(args):
+    """Times building each container from a tree (e.g. on a slow network
+    file system) into a local output directory, --before-each in between."""
+    out = os.path.abspath(args.outdir)
+    os.makedirs(out, exist_ok=True)
+    cli = args.ufspack_cli or shutil.which("ufspack")
+    if not cli:
+        sys.exit("builds needs the ufspack CLI (--ufspack-cli or on PATH)")
+    tree = os.path.abspath(args.tree)
+    parent, base = os.path.split(tree)
+
+    def ufspack_build():
+        shutil.rmtree(os.path.join(out, "pack"), ignore_errors=True)
+        subprocess.run([cli, "build", tree, "-o", os.path.join(out, "pack"), "-q"], check=True)
+
+    def tar_cf():
+        subprocess.run(["tar", "-cf", os.path.join(out, "tree.tar"), "-C", parent, base], check=True)
+
+    def lmdb_build():
+        # Listing the tree is part of building the LMDB (ImageFolder order).
+        samples, _ = list_imagefolder(tree)
+        build_lmdb(tree, samples, os.path.join(out, "lmdb"))
+
+    tools = {"ufspack build": ufspack_build, "tar -cf": tar_cf, "lmdb": lmdb_build}
+    results = []
+    for name, fn in tools.items():
+        times = []
+        for _ in range(max(1, args.repeat)):
+            if args.before_each:
+                subprocess.run(args.before_each, shell=True, check=True)
+            t0 = time.perf_counter()
+            fn()
+            subprocess.run(["sync"], check=True)
+            times.append(time.perf_counter() - t0)
+        times.sort()
+        rec = {"storage": args.storage, "tool": name, "seconds": times[(len(times) - 1) // 2],
+               "seconds_min": times[0], "seconds_max": times[-1], "repeats": len(times)}
+        results.append(rec)
+        print(f"{name:14s} {rec['seconds']:8.2f} s  [{times[0]:.2f}-{times[-1]:.2f}]", flush=True)
+    if args.out:
+        with open(args.out + ".json", "w") as f:
+            json.dump(results, f, indent=2)
 
 
 def prepare(args):
@@ -98,16 +175,7 @@ def prepare(args):
         lmdb = None
     if lmdb is not None:
         t0 = time.perf_counter()
-        path = os.path.join(work, "lmdb")
-        shutil.rmtree(path, ignore_errors=True)
-        total = sum(os.path.getsize(os.path.join(tree, n)) for n, _ in samples)
-        env = lmdb.open(path, map_size=max(1 << 30, total * 2), subdir=True, lock=True)
-        with env.begin(write=True) as txn:
-            for i, (name, label) in enumerate(samples):
-                with open(os.path.join(tree, name), "rb") as f:
-                    txn.put(b"%08d" % i, struct.pack("<i", label) + f.read())
-        env.sync()
-        env.close()
+        build_lmdb(tree, samples, os.path.join(work, "lmdb"))
         builds["lmdb_build_s"] = time.perf_counter() - t0
 
     shards = os.path.join(work, "shards")
@@ -142,6 +210,9 @@ def prepare(args):
                     images[i] = np.frombuffer(f.read(), dtype=np.uint8)
             h.create_dataset("labels", data=np.array([y for _, y in samples], dtype=np.int64))
         builds["hdf5_build_s"] = time.perf_counter() - t0
+
+    if e2e_peers is not None and not args.no_peers:
+        e2e_peers.prepare_peers(tree, work, samples, builds)
 
     meta = {"samples": len(samples), "classes": classes, "builds": builds}
     with open(os.path.join(work, "prepared.json"), "w") as f:
@@ -216,6 +287,20 @@ class LmdbDataset:
         return {"path": self.path, "n": self.n, "decode": self.decode, "env": None}
 
 
+class GetItems:
+    """What torch >= 2.0's fetcher does for a dataset with __getitems__:
+    dataset[batch of indices] -> dataset.__getitems__(batch)."""
+
+    def __init__(self, ds):
+        self.ds = ds
+
+    def __len__(self):
+        return len(self.ds)
+
+    def __getitem__(self, indices):
+        return self.ds.__getitems__(indices)
+
+
 class Hdf5Dataset:
     def __init__(self, path, n, decode):
         self.path, self.n, self.decode = path, n, decode
@@ -285,6 +370,10 @@ def make_dataset(loader, mode, work, n):
         import ufspack
 
         pack = os.path.join(work, "pack")
+        if loader == "ufspack_batch":
+            if not decode:
+                return ufspack.MyImageFolder(pack, output="bytes"), False
+            return ufspack.MyImageFolder(pack, output="numpy", transform=numpy_to_tensor), False
         if not decode:
             return ufspack.MyImageFolder(pack, output="bytes"), False
         if loader == "ufspack_numpy":
@@ -299,6 +388,8 @@ def make_dataset(loader, mode, work, n):
     if loader == "tar":
         shards = sorted(os.path.join(work, "shards", f) for f in os.listdir(os.path.join(work, "shards")))
         return make_tar_dataset(shards, decode, n), True
+    if loader in PEER_LOADERS:
+        return e2e_peers.make_peer_dataset(loader, mode, work, n)
     raise ValueError(f"unknown loader {loader!r}")
 
 
@@ -351,10 +442,14 @@ def run_one(args):
     t0 = time.perf_counter()
     seen = 0
     worker_uss = []
+    batched = args.loader == "ufspack_batch"
     if workers == 0:
         if iterable:
             for _ in ds:
                 seen += 1
+        elif batched:
+            for k in range(0, len(order), args.batch_size):
+                seen += len(ds.__getitems__(order[k:k + args.batch_size]))
         else:
             for i in order:
                 ds[i]
@@ -362,7 +457,11 @@ def run_one(args):
     else:
         kw = dict(batch_size=args.batch_size, num_workers=workers, collate_fn=collate_list,
                   persistent_workers=True)
-        if not iterable:
+        if batched:
+            kw["batch_size"] = None
+            kw["sampler"] = [order[k:k + args.batch_size] for k in range(0, len(order), args.batch_size)]
+            ds = GetItems(ds)
+        elif not iterable:
             kw["sampler"] = order
         loader = torch.utils.data.DataLoader(ds, **kw)
         it = iter(loader)
@@ -435,23 +534,33 @@ def run(args):
     for loader in loaders:
         for mode in modes:
             for workers in workers_list:
-                if args.before_each:
-                    subprocess.run(args.before_each, shell=True, check=True)
-                if args.drop_caches:
-                    drop_caches()
-                elif args.warm:
-                    warm(args.workdir)
-                proc = subprocess.run(child_cmd(args, loader, mode, workers, args.limit),
-                                      capture_output=True, text=True, env=env)
-                line = next((l for l in proc.stdout.splitlines() if l.startswith("RESULT ")), None)
-                if proc.returncode != 0 or line is None:
-                    err = (proc.stderr.strip().splitlines() or ["?"])[-1]
+                runs, err = [], None
+                for _ in range(max(1, args.repeat)):
+                    if args.before_each:
+                        subprocess.run(args.before_each, shell=True, check=True)
+                    if args.drop_caches:
+                        drop_caches()
+                    elif args.warm:
+                        warm(args.workdir)
+                    proc = subprocess.run(child_cmd(args, loader, mode, workers, args.limit),
+                                          capture_output=True, text=True, env=env)
+                    line = next((l for l in proc.stdout.splitlines() if l.startswith("RESULT ")), None)
+                    if proc.returncode != 0 or line is None:
+                        err = (proc.stderr.strip().splitlines() or ["?"])[-1]
+                        break
+                    runs.append(json.loads(line[len("RESULT "):]))
+                if err is not None:
                     print(f"{loader:22s} {mode:6s} w={workers}  FAILED: {err}", file=sys.stderr)
-                    rec = {"loader": loader, "mode": mode, "workers": workers, "error": err}
+                    rec = {"loader": loader, "mode": mode, "workers": workers, "error": err,
+                           "storage": args.storage}
                 else:
-                    rec = json.loads(line[len("RESULT "):])
-                    rec["storage"] = args.storage
-                    print(f"{loader:22s} {mode:6s} w={workers}  {rec['samples_per_s']:9.1f} samples/s  "
+                    rates = sorted(r["samples_per_s"] for r in runs)
+                    # The median run (the lower middle one for an even count).
+                    rec = dict(sorted(runs, key=lambda r: r["samples_per_s"])[(len(runs) - 1) // 2])
+                    rec.update(storage=args.storage, repeats=len(runs),
+                               samples_per_s_min=rates[0], samples_per_s_max=rates[-1])
+                    spread = f" [{rates[0]:.0f}-{rates[-1]:.0f}]" if len(runs) > 1 else ""
+                    print(f"{loader:22s} {mode:6s} w={workers}  {rec['samples_per_s']:9.1f} samples/s{spread}  "
                           f"start {rec['startup_s'] * 1000:8.1f} ms  rss {rec['peak_rss_mib']:6.1f} MiB"
                           + (f"  worker uss {rec['worker_uss_mib']:6.1f} MiB" if rec.get("worker_uss_mib") else ""),
                           flush=True)
@@ -474,6 +583,7 @@ def run(args):
         with open(args.out + ".json", "w") as f:
             json.dump(results, f, indent=2)
         fields = ["storage", "loader", "mode", "workers", "samples", "epoch_s", "samples_per_s",
+                  "samples_per_s_min", "samples_per_s_max", "repeats",
                   "startup_s", "peak_rss_mib", "worker_uss_mib", "error"]
         with open(args.out + ".csv", "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
@@ -490,6 +600,7 @@ def main():
     p.add_argument("tree")
     p.add_argument("workdir")
     p.add_argument("--ufspack-cli", help="path of the ufspack binary (default: on PATH, else ufspack.build)")
+    p.add_argument("--no-peers", action="store_true", help="skip the peers of bench/e2e_peers.py")
     r = sub.add_parser("run", help="measure the loaders on a prepared workdir")
     r.add_argument("workdir")
     r.add_argument("--loaders", default="all", help=f"comma-separated, or 'all': {','.join(ALL_LOADERS)}")
@@ -498,6 +609,7 @@ def main():
     r.add_argument("--limit", type=int, default=0, help="samples per measurement (0: all)")
     r.add_argument("--batch-size", type=int, default=32)
     r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--repeat", type=int, default=1, help="runs per measurement; the median is reported")
     r.add_argument("--storage", default="local", help="label for the storage case, stored in the results")
     r.add_argument("--warm", action="store_true", help="read everything before each measurement")
     r.add_argument("--drop-caches", action="store_true", help="drop the page cache before each measurement (root)")
@@ -505,6 +617,14 @@ def main():
     r.add_argument("--strace", action="store_true", help="also count system calls per sample (needs strace)")
     r.add_argument("--strace-samples", type=int, default=200)
     r.add_argument("--out", help="write <out>.csv and <out>.json")
+    b = sub.add_parser("builds", help="time ufspack build, tar -cf and an LMDB build from a tree")
+    b.add_argument("tree")
+    b.add_argument("outdir", help="where the outputs go (local disk)")
+    b.add_argument("--ufspack-cli")
+    b.add_argument("--repeat", type=int, default=1, help="builds per tool; the median is reported")
+    b.add_argument("--before-each", help="shell command run before each build (e.g. remount)")
+    b.add_argument("--storage", default="local")
+    b.add_argument("--out", help="write <out>.json")
     o = sub.add_parser("_one", help=argparse.SUPPRESS)
     o.add_argument("workdir")
     o.add_argument("--loader", required=True)
@@ -516,6 +636,8 @@ def main():
     args = ap.parse_args()
     if args.cmd == "prepare":
         prepare(args)
+    elif args.cmd == "builds":
+        builds(args)
     elif args.cmd == "run":
         run(args)
     else:

@@ -24,12 +24,12 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "ufspack/builder.h"
 #include "ufspack/decode.h"
+#include "ufspack/parallel.h"
 #include "ufspack/reader.h"
 
 namespace py = pybind11;
@@ -218,6 +218,36 @@ class PyReader {
     return out;
   }
 
+  // Reads the records `indices` on up to `threads` threads (one pread each,
+  // several in flight: what hides a network file system's round trips),
+  // straight into the returned bytes objects, with one GIL release.
+  py::list ReadBatch(const std::vector<uint64_t>& indices, int threads) const {
+    const size_t n = indices.size();
+    std::vector<Record> recs(n);
+    std::vector<char*> dst(n);
+    py::list out(n);
+    for (size_t k = 0; k < n; ++k) {
+      recs[k] = GetRecord(indices[k]);
+      PyObject* b = PyBytes_FromStringAndSize(
+          nullptr, static_cast<py::ssize_t>(recs[k].original_length));
+      if (b == nullptr) throw py::error_already_set();
+      dst[k] = PyBytes_AS_STRING(b);
+      PyList_SET_ITEM(out.ptr(), static_cast<py::ssize_t>(k), b);  // steals
+    }
+    std::vector<Status> status(n);
+    {
+      py::gil_scoped_release nogil;
+      std::atomic<bool> failed{false};
+      ParallelFor(n, threads, [&](size_t k) {
+        if (failed.load(std::memory_order_relaxed)) return;
+        status[k] = reader_->Read(recs[k], dst[k], recs[k].original_length);
+        if (!status[k].ok()) failed = true;
+      });
+    }
+    for (const Status& s : status) Check(s);  // the first failure, in order
+    return out;
+  }
+
   // Reads record i into a writable buffer; returns the byte count.
   size_t ReadInto(uint64_t i, py::buffer buffer) const {
     py::buffer_info b = buffer.request(true);
@@ -252,19 +282,9 @@ class PyReader {
     std::vector<Decoded> results(indices.size());
     {
       py::gil_scoped_release nogil;
-      const size_t n = indices.size();
-      const size_t t =
-          std::min<size_t>(std::max(threads, 1), std::max<size_t>(n, 1));
-      std::atomic<size_t> next{0};
-      auto work = [&] {
-        for (size_t k; (k = next.fetch_add(1)) < n;) {
-          ReadAndDecode(*reader_, indices[k], &results[k]);
-        }
-      };
-      std::vector<std::thread> pool;
-      for (size_t k = 1; k < t; ++k) pool.emplace_back(work);
-      work();
-      for (auto& th : pool) th.join();
+      ParallelFor(indices.size(), threads, [&](size_t k) {
+        ReadAndDecode(*reader_, indices[k], &results[k]);
+      });
     }
     py::list out;
     for (Decoded& d : results) out.append(DecodedToPython(&d));
@@ -399,6 +419,8 @@ PYBIND11_MODULE(_core, m) {
       .def("find", &PyReader::Find, py::arg("name"))
       .def("read", &PyReader::Read, py::arg("i"))
       .def("read_into", &PyReader::ReadInto, py::arg("i"), py::arg("buffer"))
+      .def("read_batch", &PyReader::ReadBatch, py::arg("indices"),
+           py::arg("threads") = 4)
       .def("read_decode", &PyReader::ReadDecode, py::arg("i"))
       .def("read_decode_batch", &PyReader::ReadDecodeBatch, py::arg("indices"),
            py::arg("threads") = 4)

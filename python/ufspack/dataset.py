@@ -133,8 +133,9 @@ class MyImageFolder(_Base):
         source_root: directory to use for ``samples`` paths instead of the
             one recorded at build time (e.g. when the pack was built on
             another machine).
-        decode_threads: threads used by ``__getitems__`` to read and decode a
-            batch.
+        decode_threads: threads used by ``__getitems__`` to read (and
+            decode) a batch: several reads in flight per process, which is
+            what hides a network file system's round trips.
 
     Raises:
         FileNotFoundError: the pack does not exist, or (as ImageFolder)
@@ -224,7 +225,9 @@ class MyImageFolder(_Base):
         recs = [self._record_of(_check_index(i, n)) for i in indices]
         reader = self._pack._handle.get()
         if self._custom_loader is not None or self.output == "bytes":
-            samples = [self._load(reader, r) for r in recs]
+            samples = reader.read_batch(recs, self.decode_threads)
+            if self._custom_loader is not None:
+                samples = [self._custom_loader(b) for b in samples]
         else:
             decoded = reader.read_decode_batch(recs, self.decode_threads)
             samples = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 import os
 from collections.abc import Sequence
-from typing import Any, Iterator, Optional, Union, overload
+from typing import Any, Iterator, List, Optional, Union, overload
 
 from ufspack import _core
 
@@ -132,6 +132,13 @@ class Pack(Sequence):
     def read(self, key: Union[int, str, bytes]) -> bytes:
         """Original bytes of a record, by index or by name (one pread)."""
         return self._handle.get().read(self.index_of(key))
+
+    def read_many(self, keys: Sequence, threads: int = 4) -> List[bytes]:
+        """Original bytes of several records (indices or names), read on up
+        to ``threads`` threads with the GIL released: several reads in flight,
+        which hides the round trip of a network file system.  The first
+        damaged record raises, as ``read`` would."""
+        return self._handle.get().read_batch([self.index_of(k) for k in keys], threads)
 
     def read_into(self, key: Union[int, str, bytes], buffer: Any) -> int:
         """Reads a record into a writable contiguous buffer (bytearray,

@@ -10,11 +10,11 @@
 #include <cstdio>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "ufspack/coding.h"
+#include "ufspack/parallel.h"
 #include "ufspack/text.h"
 
 namespace ufspack {
@@ -508,31 +508,18 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, Batch* out,
     return Status::OK();
   }
 
-  const size_t n_threads =
-      std::min<size_t>(static_cast<size_t>(threads), count);
-  std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex mu;
   Status first_error;
-  auto worker = [&]() {
-    for (;;) {
-      if (failed.load(std::memory_order_relaxed)) return;
-      size_t k = next.fetch_add(1, std::memory_order_relaxed);
-      if (k >= count) return;
-      Status s = read_one(k);
-      if (!s.ok()) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (first_error.ok()) first_error = s;
-        failed.store(true);
-        return;
-      }
+  ParallelFor(count, threads, [&](size_t k) {
+    if (failed.load(std::memory_order_relaxed)) return;
+    Status s = read_one(k);
+    if (!s.ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (first_error.ok()) first_error = s;
+      failed.store(true);
     }
-  };
-  std::vector<std::thread> pool;
-  pool.reserve(n_threads - 1);
-  for (size_t t = 1; t < n_threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  });
   if (!first_error.ok()) {
     out->data.clear();
     out->offsets.clear();

@@ -21,6 +21,16 @@ def available(loader):
     return mod is None or importlib.util.find_spec(mod) is not None
 
 
+def peer_loaders():
+    """The peers bench/e2e_peers.py can run in this interpreter (may be none)."""
+    sys.path.insert(0, BENCH)
+    try:
+        import e2e_peers
+    finally:
+        sys.path.pop(0)
+    return list(e2e_peers.PEER_LOADERS)
+
+
 def test_harness_runs_every_loader(small_tree, tmp_path):
     work, out = str(tmp_path / "work"), str(tmp_path / "out" / "local")
     cli = os.environ.get("UFSPACK_CLI")
@@ -34,7 +44,7 @@ def test_harness_runs_every_loader(small_tree, tmp_path):
     rows = list(csv.DictReader(open(out + ".csv")))
     loaders = {r["loader"] for r in rows}
     for loader in ["imagefolder", "imagefolder_cv2", "imagefolder_imdecode", "ufspack",
-                   "ufspack_numpy", "lmdb", "tar", "hdf5"]:
+                   "ufspack_numpy", "ufspack_batch", "lmdb", "tar", "hdf5"] + peer_loaders():
         if not available(loader):
             continue
         assert loader in loaders, run.stdout
@@ -48,3 +58,40 @@ def test_harness_runs_every_loader(small_tree, tmp_path):
                               check=True, capture_output=True, text=True)
         pngs = [p for p in plot.stdout.split() if p.endswith(".png")]
         assert len(pngs) == 4 and all(os.path.getsize(p) > 1000 for p in pngs)
+
+
+def test_repeat_reports_the_median_and_spread(small_tree, tmp_path):
+    work, out = str(tmp_path / "work"), str(tmp_path / "rep")
+    subprocess.run([sys.executable, f"{BENCH}/e2e.py", "prepare", small_tree, work, "--no-peers"],
+                   check=True, capture_output=True)
+    subprocess.run([sys.executable, f"{BENCH}/e2e.py", "run", work, "--loaders", "ufspack_batch",
+                    "--modes", "raw", "--workers", "0", "--repeat", "3", "--out", out],
+                   check=True, capture_output=True, text=True)
+    (row,) = list(csv.DictReader(open(out + ".csv")))
+    assert row["repeats"] == "3" and int(row["samples"]) == 24
+    lo, mid, hi = (float(row[k]) for k in ("samples_per_s_min", "samples_per_s", "samples_per_s_max"))
+    assert 0 < lo <= mid <= hi
+
+
+def test_memgrowth_harness(tmp_path):
+    work, out = str(tmp_path / "mg"), str(tmp_path / "mgout" / "run")
+    cli = os.environ.get("UFSPACK_CLI")
+    subprocess.run([sys.executable, f"{BENCH}/memgrowth.py", "prepare", work, "--records", "300",
+                    "--classes", "3"] + (["--ufspack-cli", cli] if cli else []),
+                   check=True, capture_output=True)
+    run = subprocess.run([sys.executable, f"{BENCH}/memgrowth.py", "run", work, "--workers", "2",
+                          "--batch-size", "16", "--points", "3", "--out", out],
+                         check=True, capture_output=True, text=True)
+    results = json.load(open(out + ".json"))
+    assert [r["loader"] for r in results] == ["imagefolder", "ufspack"]
+    for r in results:
+        assert r["records"] == 300 and r["samples"] == 300, run.stdout
+        assert {p["worker"] for p in r["points"]} == {0, 1}
+        assert r["points"][-1]["samples"] == 300
+        assert all(p["private_dirty"] > 0 and p["rss"] >= p["uss"] for p in r["points"])
+    rows = list(csv.DictReader(open(out + ".csv")))
+    assert len(rows) == sum(len(r["points"]) for r in results)
+    if importlib.util.find_spec("matplotlib"):
+        plot = subprocess.run([sys.executable, f"{BENCH}/memgrowth.py", "plot", out],
+                              check=True, capture_output=True, text=True)
+        assert os.path.getsize(plot.stdout.strip()) > 1000

@@ -162,6 +162,15 @@ def test_getitems_batch(edge_tree, edge_pack):
         assert y == y1 and torch.equal(x, x1)
 
 
+def test_getitems_bytes_and_custom_loader(small_pack):
+    idx = [7, 3, 3, 0, 23]
+    raw = ufspack.MyImageFolder(small_pack, output="bytes", decode_threads=3)
+    assert raw.__getitems__(idx) == [raw[i] for i in idx]
+    sized = ufspack.MyImageFolder(small_pack, loader=len, target_transform=lambda y: -y)
+    assert sized.__getitems__(idx) == [sized[i] for i in idx]
+    assert sized.__getitems__(idx)[0] == (len(raw[7][0]), -raw[7][1])
+
+
 def test_negative_and_numpy_indices(small_pack):
     my = ufspack.MyImageFolder(small_pack, output="bytes")
     assert my[-1] == my[len(my) - 1]

@@ -50,6 +50,17 @@ def test_corrupt_record_names_record_name_and_offset(small_pack, tmp_path):
     assert ufspack.Pack(bad, verify=False).read(3) != ufspack.Pack(small_pack).read(3)
 
 
+@pytest.mark.parametrize("output", ["bytes", "numpy"])
+def test_corrupt_record_in_a_batch_raises_naming_it(small_pack, tmp_path, output):
+    bad, rec = corrupt_copy(small_pack, tmp_path, 3)
+    ds = ufspack.MyImageFolder(bad, output=output)
+    with pytest.raises(ufspack.CorruptPackError, match=f"record 3 '{rec['name']}'"):
+        ds.__getitems__([0, 1, 2, 3, 4, 5, 6, 7])
+    with pytest.raises(ufspack.CorruptPackError, match="record 3 "):
+        ufspack.Pack(bad).read_many(range(8), threads=8)
+    assert len(ds.__getitems__([0, 1, 2, 4])) == 4
+
+
 def test_undecodable_image_names_the_path(tmp_path):
     tv = pytest.importorskip("torchvision.datasets")
     root = tmp_path / "tree"

@@ -48,6 +48,18 @@ def test_read_into_buffer_without_copy(small_pack):
         pack.read_into(4, bytearray(size - 1))
 
 
+@pytest.mark.parametrize("threads", [1, 4, 64])
+def test_read_many_matches_read(small_pack, threads):
+    pack = ufspack.Pack(small_pack)
+    keys = [5, 0, 23, 5, -1, pack.name(7)]
+    assert pack.read_many(keys, threads=threads) == [pack.read(k) for k in keys]
+    assert pack.read_many([], threads=threads) == []
+    with pytest.raises(IndexError):
+        pack.read_many([0, 24], threads=threads)
+    with pytest.raises(FileNotFoundError, match="nope.jpg"):
+        pack.read_many(["class0/nope.jpg"], threads=threads)
+
+
 def test_non_utf8_names_round_trip(edge_pack):
     pack = ufspack.Pack(edge_pack)
     name = os.fsdecode(b"z/b\xff.jpg")

@@ -155,7 +155,9 @@ class UFSPACK_EXPORT Reader {
   Status Read(const Record& record, char* dst, size_t capacity) const;
 
   // Reads `count` records into one buffer.  With threads > 1 the reads are
-  // spread over that many threads.  The first error stops the batch.
+  // spread over that many threads of the process-wide pool (ParallelFor in
+  // ufspack/parallel.h): several reads in flight.  The first error stops the
+  // batch and leaves *out empty.
   Status ReadBatch(const uint64_t* indices, size_t count, Batch* out,
                    int threads = 1) const;
 
