@@ -17,9 +17,9 @@ the builds, under <workdir>:
 
 `run` reads the same samples through each loader, each measurement in a fresh
 subprocess, in a fixed shuffled order (--seed), and reports samples/s for raw
-bytes and for read+decode+ToTensor (with DataLoader workers: steady state,
-from the first batch on; whole-epoch time including worker start-up is in
-epoch_s), single process and DataLoader workers,
+bytes and for read+decode+ToTensor (steady state, from the first batch on:
+whole-epoch time including worker start-up or JIT compilation is in epoch_s),
+single process and DataLoader workers,
 dataset start-up time, peak RSS and per-worker unique memory, and (with
 --strace) system calls per sample by type.  The storage case is whatever
 <workdir> is on: local disk (--drop-caches for cold runs), or a slow network
@@ -158,6 +158,12 @@ def prepare(args):
         shutil.copytree(args.tree, tree, symlinks=True)
     samples, classes = list_imagefolder(tree)
     builds = {}
+    if args.only_peers:  # add the peers to an already prepared workdir
+        with open(os.path.join(work, "prepared.json")) as f:
+            builds = json.load(f)["builds"]
+        e2e_peers.prepare_peers(tree, work, samples, builds)
+        write_prepared(work, samples, classes, builds)
+        return
     cli = args.ufspack_cli or shutil.which("ufspack")
     pack = os.path.join(work, "pack")
     if cli:
@@ -214,6 +220,10 @@ def prepare(args):
     if e2e_peers is not None and not args.no_peers:
         e2e_peers.prepare_peers(tree, work, samples, builds)
 
+    write_prepared(work, samples, classes, builds)
+
+
+def write_prepared(work, samples, classes, builds):
     meta = {"samples": len(samples), "classes": classes, "builds": builds}
     with open(os.path.join(work, "prepared.json"), "w") as f:
         json.dump(meta, f, indent=2)
@@ -352,7 +362,7 @@ def make_tar_dataset(shards, decode, limit):
     return TarShards()
 
 
-def make_dataset(loader, mode, work, n):
+def make_dataset(loader, mode, work, n, batch_size=32):
     """Returns (dataset, is_iterable)."""
     decode = mode == "decode"
     tree = os.path.join(work, "tree")
@@ -389,7 +399,7 @@ def make_dataset(loader, mode, work, n):
         shards = sorted(os.path.join(work, "shards", f) for f in os.listdir(os.path.join(work, "shards")))
         return make_tar_dataset(shards, decode, n), True
     if loader in PEER_LOADERS:
-        return e2e_peers.make_peer_dataset(loader, mode, work, n)
+        return e2e_peers.make_peer_dataset(loader, mode, work, n, batch_size=batch_size)
     raise ValueError(f"unknown loader {loader!r}")
 
 
@@ -428,12 +438,17 @@ def run_one(args):
             __import__(mod)
         except ImportError:
             pass
+    if args.loader in PEER_LOADERS:
+        e2e_peers.preload_peer(args.loader)
     work = args.workdir
     with open(os.path.join(work, "prepared.json")) as f:
         total = json.load(f)["samples"]
     n = min(args.limit, total) if args.limit else total
     t0 = time.perf_counter()
-    ds, iterable = make_dataset(args.loader, args.mode, work, n if args.loader == "tar" else total)
+    # Streaming loaders take the number of samples to yield; map-style ones
+    # the dataset size (the harness picks the indices).
+    streaming = args.loader == "tar" or (args.loader in PEER_LOADERS and args.loader != "mxnet_recordio")
+    ds, iterable = make_dataset(args.loader, args.mode, work, n if streaming else total, args.batch_size)
     startup = time.perf_counter() - t0
     order = list(range(total))
     random.Random(args.seed).shuffle(order)
@@ -443,17 +458,27 @@ def run_one(args):
     seen = 0
     worker_uss = []
     batched = args.loader == "ufspack_batch"
+    t_first, first = t0, 0
     if workers == 0:
+        # As with workers, the rate is the steady state after the first
+        # batch_size samples (what a JIT-compiled loader such as FFCV's, or
+        # one that starts threads, spends once is in epoch_s).
         if iterable:
             for _ in ds:
                 seen += 1
+                if seen == args.batch_size:
+                    t_first, first = time.perf_counter(), seen
         elif batched:
             for k in range(0, len(order), args.batch_size):
                 seen += len(ds.__getitems__(order[k:k + args.batch_size]))
+                if k == 0:
+                    t_first, first = time.perf_counter(), seen
         else:
             for i in order:
                 ds[i]
                 seen += 1
+                if seen == args.batch_size:
+                    t_first, first = time.perf_counter(), seen
     else:
         kw = dict(batch_size=args.batch_size, num_workers=workers, collate_fn=collate_list,
                   persistent_workers=True)
@@ -476,7 +501,7 @@ def run_one(args):
         del it, loader
     t_end = time.perf_counter()
     elapsed = t_end - t0
-    if workers and seen > first:
+    if seen > first:
         rate = (seen - first) / (t_end - t_first)
     else:
         rate = seen / elapsed if elapsed else 0.0
@@ -601,6 +626,8 @@ def main():
     p.add_argument("workdir")
     p.add_argument("--ufspack-cli", help="path of the ufspack binary (default: on PATH, else ufspack.build)")
     p.add_argument("--no-peers", action="store_true", help="skip the peers of bench/e2e_peers.py")
+    p.add_argument("--only-peers", action="store_true",
+                   help="only add the peers' containers to a prepared workdir")
     r = sub.add_parser("run", help="measure the loaders on a prepared workdir")
     r.add_argument("workdir")
     r.add_argument("--loaders", default="all", help=f"comma-separated, or 'all': {','.join(ALL_LOADERS)}")

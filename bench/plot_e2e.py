@@ -8,6 +8,7 @@ samples/s per loader, grouped by storage case.
 
 import csv
 import glob
+import json
 import os
 import sys
 
@@ -38,22 +39,27 @@ def main():
             sel = [r for r in rows if r["mode"] == mode and r["workers"] == workers]
             if not sel:
                 continue
-            fig, ax = plt.subplots(figsize=(10, 4.5))
+            fig, ax = plt.subplots(figsize=(11, 5.4))
             width = 0.8 / max(1, len(loaders))
+            # One distinct colour per loader (tab20), ufspack's in saturated
+            # blues/oranges first, ImageFolder's hatched.
+            cmap = plt.get_cmap("tab20")
             for k, loader in enumerate(loaders):
                 vals = []
                 for s in storages:
                     v = [float(r["samples_per_s"]) for r in sel if r["loader"] == loader and r["storage"] == s]
                     vals.append(v[0] if v else 0.0)
                 xs = [i + (k - (len(loaders) - 1) / 2) * width for i in range(len(storages))]
-                ax.bar(xs, vals, width, label=loader)
+                ax.bar(xs, vals, width, label=loader, color=cmap(k % 20),
+                       hatch="//" if loader.startswith("imagefolder") else None,
+                       edgecolor="black" if loader.startswith("ufspack") else None, linewidth=0.6)
             ax.set_xticks(range(len(storages)))
             ax.set_xticklabels(storages)
             ax.set_yscale("log")
             ax.set_ylabel("samples/s (log scale)")
             what = "raw bytes" if mode == "raw" else "read + decode + ToTensor"
             ax.set_title(f"{what}, " + ("single process" if workers == "0" else f"DataLoader num_workers={workers}"))
-            ax.legend(fontsize=8, ncol=4)
+            ax.legend(fontsize=7, ncol=6, loc="upper center", bbox_to_anchor=(0.5, -0.07))
             ax.grid(axis="y", alpha=0.3)
             fig.tight_layout()
             path = os.path.join(out, f"e2e-{mode}-w{workers}.png")
@@ -85,6 +91,28 @@ def write_tables(out, rows, storages, loaders):
                     cells.append(f"{v:,.0f} ({v / base:.2f}x)")
                 else:
                     cells.append(f"{v:,.0f}")
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    builds = []
+    for path in sorted(glob.glob(os.path.join(out, "builds-*.json"))):
+        with open(path) as f:
+            builds += json.load(f)
+    if builds:
+        lines.append("### builds (median seconds, outputs on local disk)\n")
+        cases = list(dict.fromkeys(b["storage"] for b in builds))
+        lines.append("| tool | " + " | ".join(f"from {c}" for c in cases) + " |")
+        lines.append("|" + "---|" * (len(cases) + 1))
+        for tool in dict.fromkeys(b["tool"] for b in builds):
+            cells = [tool]
+            for c in cases:
+                v = [b["seconds"] for b in builds if b["tool"] == tool and b["storage"] == c]
+                base = [b["seconds"] for b in builds if b["tool"] == "ufspack build" and b["storage"] == c]
+                if not v:
+                    cells.append("")
+                elif base and tool != "ufspack build":
+                    cells.append(f"{v[0]:.2f} ({v[0] / base[0]:.2f}x ufspack's time)")
+                else:
+                    cells.append(f"{v[0]:.2f}")
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     path = os.path.join(out, "tables.md")

@@ -54,6 +54,33 @@ def test_shuffled_epoch_is_a_permutation(small_pack, ctx):
     assert len(set(got)) == len(got)
 
 
+class Batched(torch.utils.data.Dataset):
+    """docs/python.md's recipe for torch < 2.0: dataset[list] -> __getitems__."""
+
+    def __init__(self, ds):
+        self.ds = ds
+
+    def __len__(self):
+        return len(self.ds)
+
+    def __getitem__(self, idx):
+        return self.ds.__getitems__(idx)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_batched_recipe_gives_the_same_batches(small_pack, workers):
+    ds = ufspack.MyImageFolder(small_pack, transform=TRANSFORM, decode_threads=3)
+    order = torch.randperm(len(ds), generator=torch.Generator().manual_seed(3)).tolist()
+    plain = DataLoader(ds, batch_size=5, sampler=order, num_workers=workers)
+    batched = DataLoader(Batched(ds), sampler=torch.utils.data.BatchSampler(order, 5, False),
+                         batch_size=None, num_workers=workers,
+                         collate_fn=torch.utils.data.default_collate)
+    pairs = list(zip(plain, batched))
+    assert len(pairs) == 5
+    for (x1, y1), (x2, y2) in pairs:
+        assert torch.equal(x1, x2) and torch.equal(y1, y2)
+
+
 def test_distributed_sampler_covers_every_sample_once(small_pack):
     ds = ufspack.MyImageFolder(small_pack, transform=TRANSFORM)
     assert len(ds) % 2 == 0  # no padding duplicates
