@@ -407,6 +407,17 @@ def collate_list(batch):
     return batch
 
 
+def cpu_ticks():
+    """(busy, total) jiffies of the whole machine, from /proc/stat."""
+    try:
+        with open("/proc/stat") as f:
+            vals = [int(v) for v in f.readline().split()[1:]]
+    except OSError:
+        return None
+    idle = vals[3] + (vals[4] if len(vals) > 4 else 0)  # idle + iowait
+    return sum(vals) - idle, sum(vals)
+
+
 def uss_kib(pid):
     """Unique set size: memory private to the process."""
     try:
@@ -458,7 +469,7 @@ def run_one(args):
     seen = 0
     worker_uss = []
     batched = args.loader == "ufspack_batch"
-    t_first, first = t0, 0
+    t_first, first, cpu_first = t0, 0, cpu_ticks()
     if workers == 0:
         # As with workers, the rate is the steady state after the first
         # batch_size samples (what a JIT-compiled loader such as FFCV's, or
@@ -467,18 +478,18 @@ def run_one(args):
             for _ in ds:
                 seen += 1
                 if seen == args.batch_size:
-                    t_first, first = time.perf_counter(), seen
+                    t_first, first, cpu_first = time.perf_counter(), seen, cpu_ticks()
         elif batched:
             for k in range(0, len(order), args.batch_size):
                 seen += len(ds.__getitems__(order[k:k + args.batch_size]))
                 if k == 0:
-                    t_first, first = time.perf_counter(), seen
+                    t_first, first, cpu_first = time.perf_counter(), seen, cpu_ticks()
         else:
             for i in order:
                 ds[i]
                 seen += 1
                 if seen == args.batch_size:
-                    t_first, first = time.perf_counter(), seen
+                    t_first, first, cpu_first = time.perf_counter(), seen, cpu_ticks()
     else:
         kw = dict(batch_size=args.batch_size, num_workers=workers, collate_fn=collate_list,
                   persistent_workers=True)
@@ -495,11 +506,12 @@ def run_one(args):
                 # Steady state starts once the first batch is out: worker
                 # start-up (fork/spawn of a process holding torch) is
                 # reported in epoch_s, not in samples_per_s.
-                t_first, first = time.perf_counter(), len(batch)
+                t_first, first, cpu_first = time.perf_counter(), len(batch), cpu_ticks()
             seen += len(batch)
         worker_uss = [uss_kib(w.pid) for w in getattr(it, "_workers", [])]
         del it, loader
     t_end = time.perf_counter()
+    cpu_end = cpu_ticks()
     elapsed = t_end - t0
     if seen > first:
         rate = (seen - first) / (t_end - t_first)
@@ -509,6 +521,10 @@ def run_one(args):
         "loader": args.loader, "mode": args.mode, "workers": workers, "samples": seen,
         "seconds": elapsed, "epoch_s": elapsed, "samples_per_s": rate,
         "startup_s": startup,
+        # Share of the machine's CPU time busy (all processes: loader, workers,
+        # and on the slow FS its server) over the measured interval.
+        "cpu_busy": ((cpu_end[0] - cpu_first[0]) / (cpu_end[1] - cpu_first[1])
+                     if cpu_end and cpu_first and cpu_end[1] > cpu_first[1] else None),
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "worker_uss_mib": (sum(worker_uss) / len(worker_uss) / 1024) if worker_uss and None not in worker_uss else None,
     }
@@ -586,7 +602,9 @@ def run(args):
                                samples_per_s_min=rates[0], samples_per_s_max=rates[-1])
                     spread = f" [{rates[0]:.0f}-{rates[-1]:.0f}]" if len(runs) > 1 else ""
                     print(f"{loader:22s} {mode:6s} w={workers}  {rec['samples_per_s']:9.1f} samples/s{spread}  "
-                          f"start {rec['startup_s'] * 1000:8.1f} ms  rss {rec['peak_rss_mib']:6.1f} MiB"
+                          f"start {rec['startup_s'] * 1000:8.1f} ms  "
+                          + (f"cpu {rec['cpu_busy'] * 100:3.0f}%  " if rec.get("cpu_busy") is not None else "")
+                          + f"rss {rec['peak_rss_mib']:6.1f} MiB"
                           + (f"  worker uss {rec['worker_uss_mib']:6.1f} MiB" if rec.get("worker_uss_mib") else ""),
                           flush=True)
                 results.append(rec)
@@ -609,7 +627,7 @@ def run(args):
             json.dump(results, f, indent=2)
         fields = ["storage", "loader", "mode", "workers", "samples", "epoch_s", "samples_per_s",
                   "samples_per_s_min", "samples_per_s_max", "repeats",
-                  "startup_s", "peak_rss_mib", "worker_uss_mib", "error"]
+                  "startup_s", "cpu_busy", "peak_rss_mib", "worker_uss_mib", "error"]
         with open(args.out + ".csv", "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
             w.writeheader()

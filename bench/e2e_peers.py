@@ -446,7 +446,10 @@ def _tfrecord_iter(shards, decode, wid, nw):
 
     def records():
         for s in mine:
-            yield from tfrecord_loader(s, s[:-len(".tfrecord")] + ".index", {"image": "byte", "label": "int"})
+            # No index: read each shard from its start (with an index and no
+            # shard argument tfrecord starts at a random record, and it cannot
+            # load the index of a one-record shard).
+            yield from tfrecord_loader(s, None, {"image": "byte", "label": "int"})
 
     for r in shuffle_iterator(records(), SHUFFLE_BUFFER):
         data = bytes(r["image"])

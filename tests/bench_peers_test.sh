@@ -2,7 +2,9 @@
 # Smoke test of the peer loaders of the end-to-end benchmark
 # (bench/e2e_peers.py), so they cannot rot: installs the peers from PyPI with
 # bench/install-peers.sh into a venv, prepares a tiny JPEG dataset and reads
-# it through every peer, raw and decode, single process and 2 workers.
+# it through every peer, raw and decode, single process and 2 workers
+# (batch size 2: MosaicML Streaming hands whole batches to workers, so with
+# a batch larger than the dataset one worker would get nothing).
 #   bench_peers_test.sh <source-dir> <build-dir>
 # PEERS picks the peers (default: all but dali, whose wheel is 404 MB; set
 # PEERS to include it).  The venv ($UFSPACK_PEERS_VENV, default
@@ -30,7 +32,7 @@ root = sys.argv[1]
 rng = np.random.default_rng(0)
 for c in ("cats", "dogs"):
     os.makedirs(os.path.join(root, c))
-    for i in range(6):
+    for i in range(12):
         arr = rng.integers(0, 255, (20 + i, 30, 3), dtype=np.uint8)
         Image.fromarray(arr).save(os.path.join(root, c, f"{i}.jpg"), quality=90)
 PY
@@ -41,7 +43,8 @@ for p in $PEERS; do
 done
 "$PY" "$SRC/bench/e2e.py" prepare "$TMP/tree" "$TMP/work" --ufspack-cli "$BUILD/ufspack" >"$TMP/prepare.log" 2>&1 \
   || { cat "$TMP/prepare.log"; exit 1; }
-"$PY" "$SRC/bench/e2e.py" run "$TMP/work" --loaders "$loaders" --limit 8 --workers 0,2 --out "$TMP/out" \
+"$PY" "$SRC/bench/e2e.py" run "$TMP/work" --loaders "$loaders" --limit 8 --workers 0,2 \
+  --batch-size 2 --out "$TMP/out" \
   >"$TMP/run.log" 2>&1 || { cat "$TMP/run.log"; exit 1; }
 "$PY" - "$TMP/out.csv" "$loaders" "$TMP/work/prepared.json" <<'PY'
 import csv, json, sys
