@@ -69,6 +69,15 @@ def main():
     write_tables(out, rows, storages, loaders)
 
 
+def ratio_cell(v, base, fmt, what=""):
+    """'v (v/base x<what>)', or just 'v' without a base, or '' without v."""
+    if v is None:
+        return ""
+    if base:
+        return f"{v:{fmt}} ({v / base:.2f}x{what})"
+    return f"{v:{fmt}}"
+
+
 def write_tables(out, rows, storages, loaders):
     """One markdown table per storage case: loaders x (mode, workers), with
     each loader's ratio to ImageFolder in the same column."""
@@ -83,14 +92,8 @@ def write_tables(out, rows, storages, loaders):
         for loader in loaders:
             cells = [loader]
             for m, w in cols:
-                v = sel.get((loader, m, w))
-                base = sel.get(("imagefolder", m, w))
-                if v is None:
-                    cells.append("")
-                elif base and loader != "imagefolder":
-                    cells.append(f"{v:,.0f} ({v / base:.2f}x)")
-                else:
-                    cells.append(f"{v:,.0f}")
+                base = sel.get(("imagefolder", m, w)) if loader != "imagefolder" else None
+                cells.append(ratio_cell(sel.get((loader, m, w)), base, ",.0f"))
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     builds = []
@@ -107,12 +110,8 @@ def write_tables(out, rows, storages, loaders):
             for c in cases:
                 v = [b["seconds"] for b in builds if b["tool"] == tool and b["storage"] == c]
                 base = [b["seconds"] for b in builds if b["tool"] == "ufspack build" and b["storage"] == c]
-                if not v:
-                    cells.append("")
-                elif base and tool != "ufspack build":
-                    cells.append(f"{v[0]:.2f} ({v[0] / base[0]:.2f}x ufspack's time)")
-                else:
-                    cells.append(f"{v[0]:.2f}")
+                cells.append(ratio_cell(v[0] if v else None, base[0] if base and tool != "ufspack build" else None,
+                                        ".2f", " ufspack's time"))
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     path = os.path.join(out, "tables.md")
