@@ -38,8 +38,8 @@ class Pool {
     Job job;
     job.body = &body;
     job.n = n;
-    job.helpers_wanted =
-        static_cast<int>(std::min<size_t>(std::min(threads, kMaxPoolThreads) - 1, n - 1));
+    job.helpers_wanted = static_cast<int>(
+        std::min<size_t>(std::min(threads, kMaxPoolThreads) - 1, n - 1));
     {
       std::lock_guard<std::mutex> lock(mu_);
       Grow(job.helpers_wanted);
