@@ -15,14 +15,16 @@ See docs/python.md.
 
 from ufspack._core import CorruptPackError, __version__
 from ufspack.packing import build
-from ufspack.dataset import IMG_EXTENSIONS, MyImageFolder
+from ufspack.dataset import IMG_EXTENSIONS, BadSampleWarning, MyImageFolder, skip_none_collate
 from ufspack.pack import Pack
 
 __all__ = [
+    "BadSampleWarning",
     "CorruptPackError",
     "IMG_EXTENSIONS",
     "MyImageFolder",
     "Pack",
     "__version__",
     "build",
+    "skip_none_collate",
 ]

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import io
+import multiprocessing
 import os
+import threading
+import warnings
 from collections.abc import Sequence
 from typing import Any, Callable, Iterator, List, Optional, Tuple
 
@@ -27,6 +30,36 @@ except ImportError:  # pragma: no cover - exercised only without torchvision
     _BASE_TAKES_ROOT = False
 
 OUTPUTS = ("pil", "numpy", "tensor", "bytes")
+ON_ERROR = ("raise", "skip", "substitute")
+# bad_samples counters: slot 0 for the main process, 1 + worker id for
+# DataLoader workers (each process writes only its own slot).
+_COUNTER_SLOTS = 257
+
+
+class BadSampleWarning(UserWarning):
+    """A damaged or undecodable sample was skipped or substituted
+    (``MyImageFolder(on_error="skip" | "substitute")``)."""
+
+
+class _BadSample(Exception):
+    """Internal: loading sample ``k`` failed in a way ``on_error`` covers."""
+
+    def __init__(self, k: int, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.k = k
+        self.cause = cause
+
+
+def skip_none_collate(batch):
+    """``collate_fn`` for ``MyImageFolder(on_error="skip")`` with PyTorch
+    versions whose DataLoader calls ``__getitem__`` per sample (< 2.0):
+    drops the ``None`` a skipped sample leaves, then collates the rest with
+    ``default_collate``.  A batch whose samples were all skipped becomes
+    ``None``."""
+    from torch.utils.data import default_collate
+
+    kept = [b for b in batch if b is not None]
+    return default_collate(kept) if kept else None
 
 
 def pil_loader_from_bytes(data: bytes):
@@ -136,6 +169,20 @@ class MyImageFolder(_Base):
         decode_threads: threads used by ``__getitems__`` to read (and
             decode) a batch: several reads in flight per process, which is
             what hides a network file system's round trips.
+        on_error: what a bad sample does: a record that fails its checksum
+            or is otherwise damaged (``CorruptPackError``), or bytes the
+            decoder (or ``loader``) cannot turn into a sample.
+            ``"raise"`` (default, as ImageFolder): the exception propagates,
+            naming the record.  ``"skip"``: ``__getitems__`` leaves the
+            sample out of the batch and ``__getitem__`` returns ``None``
+            (pair it with ``collate_fn=ufspack.skip_none_collate`` when the
+            DataLoader fetches one sample at a time).  ``"substitute"``: the
+            next good sample (``i+1``, ``i+2``, ... wrapping around) is
+            returned in its place, so batches keep their size.  Each bad
+            sample met issues a ``BadSampleWarning`` naming it, and
+            ``bad_samples`` counts them across DataLoader workers.  I/O
+            errors (``OSError`` other than ``CorruptPackError``) and
+            exceptions from the transforms always propagate.
 
     Raises:
         FileNotFoundError: the pack does not exist, or (as ImageFolder)
@@ -143,7 +190,8 @@ class MyImageFolder(_Base):
         ValueError: the pack was built with ``--flat`` (it has no classes),
             or ``output`` is unknown.
         ufspack.CorruptPackError: the pack is damaged (also raised by
-            ``__getitem__`` for a damaged record, naming it).
+            ``__getitem__`` for a damaged record, naming it, unless
+            ``on_error`` says otherwise).
     """
 
     def __init__(
@@ -158,6 +206,7 @@ class MyImageFolder(_Base):
         verify: bool = True,
         source_root: Optional[PathLike] = None,
         decode_threads: int = 4,
+        on_error: str = "raise",
     ) -> None:
         if _BASE_TAKES_ROOT:
             super().__init__(root, transform=transform, target_transform=target_transform)
@@ -167,6 +216,8 @@ class MyImageFolder(_Base):
             self.target_transform = target_transform
         if output not in OUTPUTS:
             raise ValueError(f"output must be one of {OUTPUTS}, not {output!r}")
+        if on_error not in ON_ERROR:
+            raise ValueError(f"on_error must be one of {ON_ERROR}, not {on_error!r}")
         self._pack = Pack(root, verify=verify)
         info = self._pack.info
         if info["flat"]:
@@ -175,6 +226,12 @@ class MyImageFolder(_Base):
             )
         self.output = output
         self.decode_threads = max(1, int(decode_threads))
+        self.on_error = on_error
+        # Shared memory, so DataLoader workers (fork or spawn) add to the
+        # count the main process reads.  No multiprocessing lock: one made
+        # for fork crashes a spawned worker; each process has its own slot.
+        self._bad_counts = multiprocessing.RawArray("q", _COUNTER_SLOTS) if on_error != "raise" else None
+        self._count_lock = threading.Lock()
         self._custom_loader = loader
         self.loader = loader if loader is not None else pil_loader_from_bytes
         self.extensions = IMG_EXTENSIONS if is_valid_file is None else None
@@ -205,12 +262,29 @@ class MyImageFolder(_Base):
     def __len__(self) -> int:
         return len(self._pack) if self._indices is None else len(self._indices)
 
-    def __getitem__(self, index: int) -> Tuple[Any, Any]:
+    @property
+    def bad_samples(self) -> int:
+        """How many bad samples ``on_error="skip"`` / ``"substitute"`` has
+        met so far, in this process and its DataLoader workers (0 with
+        ``"raise"``)."""
+        if self._bad_counts is None:
+            return 0
+        return int(sum(self._bad_counts))
+
+    def __getitem__(self, index: int) -> Optional[Tuple[Any, Any]]:
         k = _check_index(index, len(self))
         rec = self._record_of(k)
         reader = self._pack._handle.get()
+        if self.on_error == "raise":
+            return self._transformed(self._load(reader, rec), reader, rec)
+        try:
+            sample = self._load_guarded(reader, k)
+        except _BadSample as bad:
+            return self._on_bad(reader, bad)
+        return self._transformed(sample, reader, rec)
+
+    def _transformed(self, sample: Any, reader: _core.Reader, rec: int) -> Tuple[Any, Any]:
         target = reader.label(rec)
-        sample = self._load(reader, rec)
         if self.transform is not None:
             sample = self.transform(sample)
         if self.target_transform is not None:
@@ -222,8 +296,11 @@ class MyImageFolder(_Base):
         ``decode_threads`` threads with one GIL release, then applies the
         transforms.  Used by DataLoader versions that support it."""
         n = len(self)
-        recs = [self._record_of(_check_index(i, n)) for i in indices]
+        ks = [_check_index(i, n) for i in indices]
+        recs = [self._record_of(k) for k in ks]
         reader = self._pack._handle.get()
+        if self.on_error != "raise":
+            return self._getitems_guarded(reader, ks, recs)
         if self._custom_loader is not None or self.output == "bytes":
             samples = reader.read_batch(recs, self.decode_threads)
             if self._custom_loader is not None:
@@ -233,15 +310,99 @@ class MyImageFolder(_Base):
             samples = [
                 self._finish(arr, raw, reader, r) for (arr, raw), r in zip(decoded, recs)
             ]
+        return [self._transformed(sample, reader, r) for sample, r in zip(samples, recs)]
+
+    # --- bad samples (on_error="skip" / "substitute") ------------------------
+
+    def _getitems_guarded(self, reader: _core.Reader, ks: List[int], recs: List[int]) -> list:
+        """``__getitems__`` under a skip/substitute policy: the batched read
+        stops at the first damaged record, so a batch holding one is redone
+        sample by sample."""
+        try:
+            if self._custom_loader is not None or self.output == "bytes":
+                loaded = reader.read_batch(recs, self.decode_threads)
+            else:
+                loaded = reader.read_decode_batch(recs, self.decode_threads)
+        except _core.CorruptPackError:
+            loaded = None
         out = []
-        for sample, r in zip(samples, recs):
-            target = reader.label(r)
-            if self.transform is not None:
-                sample = self.transform(sample)
-            if self.target_transform is not None:
-                target = self.target_transform(target)
-            out.append((sample, target))
+        for i, (k, rec) in enumerate(zip(ks, recs)):
+            try:
+                if loaded is None:
+                    sample = self._load_guarded(reader, k)
+                else:
+                    sample = self._convert_guarded(k, loaded[i], reader, rec)
+                out.append(self._transformed(sample, reader, rec))
+            except _BadSample as bad:
+                got = self._on_bad(reader, bad)
+                if got is not None:
+                    out.append(got)
         return out
+
+    def _load_guarded(self, reader: _core.Reader, k: int) -> Any:
+        """Loads sample ``k``, turning the failures ``on_error`` covers into
+        ``_BadSample``; everything else propagates."""
+        rec = self._record_of(k)
+        try:
+            if self._custom_loader is not None or self.output == "bytes":
+                loaded = reader.read(rec)
+            else:
+                loaded = reader.read_decode(rec)
+        except _core.CorruptPackError as e:
+            raise _BadSample(k, e) from e
+        return self._convert_guarded(k, loaded, reader, rec)
+
+    def _convert_guarded(self, k: int, loaded: Any, reader: _core.Reader, rec: int) -> Any:
+        """Bytes (or a ``read_decode`` result) to the sample; a decoder or
+        ``loader`` failure becomes ``_BadSample``."""
+        try:
+            if self._custom_loader is not None:
+                return self._custom_loader(loaded)
+            if self.output == "bytes":
+                return loaded
+            return self._finish(loaded[0], loaded[1], reader, rec)
+        except Exception as e:
+            raise _BadSample(k, e) from e
+
+    def _count_bad(self, reader: _core.Reader, bad: _BadSample, what: str) -> None:
+        slot = 0
+        try:
+            from torch.utils.data import get_worker_info
+
+            info = get_worker_info()
+            if info is not None:
+                slot = 1 + info.id % (_COUNTER_SLOTS - 1)
+        except ImportError:  # pragma: no cover - torch is optional
+            pass
+        with self._count_lock:
+            self._bad_counts[slot] += 1
+        rec = self._record_of(bad.k)
+        path = self._path_of_name(reader.name(rec))
+        warnings.warn(
+            f"ufspack: bad sample {bad.k} (record {rec}, {path}): "
+            f"{type(bad.cause).__name__}: {bad.cause}; {what}",
+            BadSampleWarning,
+            stacklevel=4,
+        )
+
+    def _on_bad(self, reader: _core.Reader, bad: _BadSample) -> Optional[Tuple[Any, Any]]:
+        """Skips (returns None) or substitutes the next good sample."""
+        if self.on_error == "skip":
+            self._count_bad(reader, bad, "skipped")
+            return None
+        n = len(self)
+        first = bad
+        for step in range(1, n):
+            j = (first.k + step) % n
+            try:
+                sample = self._load_guarded(reader, j)
+            except _BadSample as again:
+                self._count_bad(reader, again, "met while looking for a substitute")
+                continue
+            self._count_bad(reader, first, f"replaced by sample {j}")
+            return self._transformed(sample, reader, self._record_of(j))
+        self._count_bad(reader, first, "no good sample left to substitute")
+        raise first.cause
 
     # --- internals -----------------------------------------------------------
 
@@ -305,4 +466,15 @@ class MyImageFolder(_Base):
         # Pickles to its path: the Pack's handle drops its open reader.
         state = self.__dict__.copy()
         state["_targets_array"] = None
+        del state["_count_lock"]
+        if self._bad_counts is not None and multiprocessing.context.get_spawning_popen() is None:
+            # The shared counters only travel to a process being spawned (a
+            # DataLoader worker); a plain pickle starts its own count.
+            state["_bad_counts"] = "new"
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        if isinstance(state.get("_bad_counts"), str):
+            state["_bad_counts"] = multiprocessing.RawArray("q", _COUNTER_SLOTS)
+        self.__dict__.update(state)
+        self._count_lock = threading.Lock()
