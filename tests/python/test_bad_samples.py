@@ -57,7 +57,7 @@ def test_substitute_returns_the_next_good_sample(small_pack, tmp_path, output):
         got = ds[3]
     assert same(got, good[5])  # 3 and 4 are bad: 5 stands in
     msgs = [str(w.message) for w in caught]
-    assert any(f"record 3, " in m and recs[3]["name"] in m and "checksum mismatch" in m and "replaced by sample 5" in m for m in msgs)
+    assert any("record 3, " in m and recs[3]["name"] in m and "checksum mismatch" in m and "replaced by sample 5" in m for m in msgs)
     assert any("record 4, " in m and "substitute" in m for m in msgs)
     assert ds.bad_samples == 2
     # The batched path keeps the batch size, same substitutes.
