@@ -12,6 +12,7 @@ PACKAGES=(
   python3-numpy python3-pil python3-pytest
   python3-torch python3-torchvision
   python3-opencv python3-lmdb python3-h5py python3-matplotlib strace
+  clang libclang-rt-dev
 )
 
 missing=()

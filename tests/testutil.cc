@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,11 +35,62 @@ uint64_t SplitMix(uint64_t* s) {
   return z ^ (z >> 31);
 }
 
-void ReadTreeInto(const std::string& root, const std::string& rel,
-                  std::map<std::string, std::string>* out) {
-  std::string dir = rel.empty() ? root : root + "/" + rel;
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) Die("opendir " + dir);
+// Paths at least this long are resolved one component at a time with the
+// *at() system calls: the kernel refuses a whole path longer than PATH_MAX
+// (4096 bytes), and tests build trees deeper than that.
+constexpr size_t kLongPath = 4000;
+constexpr int kDirPath = O_PATH | O_DIRECTORY | O_CLOEXEC;
+
+// A directory descriptor and a name in it that together denote a path, for
+// the *at() calls: AT_FDCWD and the path itself when it is short enough.
+// Follows symlinks in the directory part, as path resolution does.
+class At {
+ public:
+  explicit At(const std::string& path) {
+    const size_t slash = path.find_last_of('/');
+    if (path.size() < kLongPath || slash == std::string::npos) {
+      name_ = path;
+      return;
+    }
+    name_ = path.substr(slash + 1);
+    const std::string dir = path.substr(0, slash);
+    fd_ = open(path[0] == '/' ? "/" : ".", kDirPath);
+    size_t start = 0;
+    while (fd_ >= 0 && start < dir.size()) {
+      size_t end = dir.find('/', start);
+      if (end == std::string::npos) end = dir.size();
+      if (end > start) {
+        const int next =
+            openat(fd_, dir.substr(start, end - start).c_str(), kDirPath);
+        const int e = errno;
+        close(fd_);
+        fd_ = next;
+        errno = e;
+      }
+      start = end + 1;
+    }
+  }
+  ~At() {
+    if (fd_ >= 0) close(fd_);
+  }
+  At(const At&) = delete;
+  At& operator=(const At&) = delete;
+  bool ok() const { return fd_ != -1; }
+  int fd() const { return fd_; }
+  const char* name() const { return name_.c_str(); }
+
+ private:
+  int fd_ = AT_FDCWD;
+  std::string name_;
+};
+
+std::string Slurp(int fd);
+
+void ReadTreeAt(int dir_fd, const std::string& rel,
+                std::map<std::string, std::string>* out) {
+  const int list_fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR* d = list_fd < 0 ? nullptr : fdopendir(list_fd);
+  if (d == nullptr) Die("opendir " + rel);
   std::vector<std::string> names;
   while (dirent* e = readdir(d)) {
     std::string n = e->d_name;
@@ -49,13 +101,47 @@ void ReadTreeInto(const std::string& root, const std::string& rel,
   for (const auto& n : names) {
     std::string r = rel.empty() ? n : rel + "/" + n;
     struct stat st;
-    if (stat((root + "/" + r).c_str(), &st) != 0) continue;  // dangling
+    if (fstatat(dir_fd, n.c_str(), &st, 0) != 0) continue;  // dangling
     if (S_ISDIR(st.st_mode)) {
-      ReadTreeInto(root, r, out);
+      const int sub = openat(dir_fd, n.c_str(), kDirPath);
+      if (sub < 0) Die("open " + r);
+      ReadTreeAt(sub, r, out);
+      close(sub);
     } else if (S_ISREG(st.st_mode)) {
-      (*out)[r] = ReadFile(root + "/" + r);
+      const int fd = openat(dir_fd, n.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) Die("open " + r);
+      (*out)[r] = Slurp(fd);
+      close(fd);
     }
   }
+}
+
+void RemoveAllAt(int dir_fd, const char* name) {
+  struct stat st;
+  if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+  if (!S_ISDIR(st.st_mode)) {
+    unlinkat(dir_fd, name, 0);
+    return;
+  }
+  fchmodat(dir_fd, name, 0755, 0);
+  const int fd =
+      openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) {
+    std::vector<std::string> names;
+    const int list_fd = dup(fd);
+    if (DIR* d = list_fd < 0 ? nullptr : fdopendir(list_fd)) {
+      while (dirent* e = readdir(d)) {
+        std::string n = e->d_name;
+        if (n != "." && n != "..") names.push_back(n);
+      }
+      closedir(d);
+    } else if (list_fd >= 0) {
+      close(list_fd);
+    }
+    for (const auto& n : names) RemoveAllAt(fd, n.c_str());
+    close(fd);
+  }
+  unlinkat(dir_fd, name, AT_REMOVEDIR);
 }
 
 std::string Slurp(int fd) {
@@ -84,6 +170,29 @@ TempDir::TempDir() {
 TempDir::~TempDir() { RemoveAll(path_); }
 
 void MakeDirs(const std::string& path) {
+  if (path.size() >= kLongPath) {
+    // One component at a time: mkdir(2) refuses the whole path.
+    int fd = open(path[0] == '/' ? "/" : ".", kDirPath);
+    size_t start = 0;
+    while (fd >= 0 && start < path.size()) {
+      size_t end = path.find('/', start);
+      if (end == std::string::npos) end = path.size();
+      if (end > start) {
+        const std::string comp = path.substr(start, end - start);
+        if (mkdirat(fd, comp.c_str(), 0755) != 0 && errno != EEXIST) {
+          close(fd);
+          Die("mkdir (long path) " + comp);
+        }
+        const int next = openat(fd, comp.c_str(), kDirPath);
+        close(fd);
+        fd = next;
+      }
+      start = end + 1;
+    }
+    if (fd < 0) Die("mkdir (long path)");
+    close(fd);
+    return;
+  }
   size_t pos = 0;
   while ((pos = path.find('/', pos + 1)) != std::string::npos) {
     mkdir(path.substr(0, pos).c_str(), 0755);
@@ -94,7 +203,10 @@ void MakeDirs(const std::string& path) {
 void WriteFile(const std::string& path, const std::string& contents) {
   size_t slash = path.find_last_of('/');
   if (slash != std::string::npos && slash > 0) MakeDirs(path.substr(0, slash));
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  At at(path);
+  int fd = at.ok() ? openat(at.fd(), at.name(),
+                            O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
+                   : -1;
   if (fd < 0) Die("open " + path);
   size_t done = 0;
   while (done < contents.size()) {
@@ -109,7 +221,8 @@ void WriteFile(const std::string& path, const std::string& contents) {
 }
 
 std::string ReadFile(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  At at(path);
+  int fd = at.ok() ? openat(at.fd(), at.name(), O_RDONLY | O_CLOEXEC) : -1;
   if (fd < 0) Die("open " + path);
   std::string s = Slurp(fd);
   close(fd);
@@ -117,13 +230,17 @@ std::string ReadFile(const std::string& path) {
 }
 
 bool Exists(const std::string& path) {
+  At at(path);
   struct stat st;
-  return lstat(path.c_str(), &st) == 0;
+  return at.ok() && fstatat(at.fd(), at.name(), &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 uint64_t FileSize(const std::string& path) {
+  At at(path);
   struct stat st;
-  if (stat(path.c_str(), &st) != 0) Die("stat " + path);
+  if (!at.ok() || fstatat(at.fd(), at.name(), &st, 0) != 0) {
+    Die("stat " + path);
+  }
   return static_cast<uint64_t>(st.st_size);
 }
 
@@ -134,23 +251,8 @@ void Symlink(const std::string& target, const std::string& link) {
 }
 
 void RemoveAll(const std::string& path) {
-  struct stat st;
-  if (lstat(path.c_str(), &st) != 0) return;
-  if (S_ISDIR(st.st_mode)) {
-    chmod(path.c_str(), 0755);
-    if (DIR* d = opendir(path.c_str())) {
-      std::vector<std::string> names;
-      while (dirent* e = readdir(d)) {
-        std::string n = e->d_name;
-        if (n != "." && n != "..") names.push_back(n);
-      }
-      closedir(d);
-      for (const auto& n : names) RemoveAll(path + "/" + n);
-    }
-    rmdir(path.c_str());
-  } else {
-    unlink(path.c_str());
-  }
+  At at(path);
+  if (at.ok()) RemoveAllAt(at.fd(), at.name());
 }
 
 void FlipByte(const std::string& path, uint64_t offset, uint8_t mask) {
@@ -166,6 +268,37 @@ void FlipByte(const std::string& path, uint64_t offset, uint8_t mask) {
 void Truncate(const std::string& path, uint64_t size) {
   if (truncate(path.c_str(), static_cast<off_t>(size)) != 0)
     Die("truncate " + path);
+}
+
+uint64_t FreeDiskBytes(const std::string& dir) {
+  struct statvfs vs;
+  if (statvfs(dir.c_str(), &vs) != 0) return 0;
+  return static_cast<uint64_t>(vs.f_bavail) * vs.f_frsize;
+}
+
+uint64_t AvailableMemoryBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  uint64_t value = 0;
+  while (in >> key >> value >> unit) {
+    if (key == "MemAvailable:") return value * 1024;
+  }
+  return 0;
+}
+
+bool SupportsSparseFiles(const std::string& dir) {
+  const std::string path = dir + "/.sparse-probe";
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  bool sparse = false;
+  struct stat st;
+  if (pwrite(fd, "x", 1, off_t{64} << 20) == 1 && fsync(fd) == 0 &&
+      fstat(fd, &st) == 0) {
+    sparse = static_cast<uint64_t>(st.st_blocks) * 512 < (uint64_t{1} << 20);
+  }
+  close(fd);
+  unlink(path.c_str());
+  return sparse;
 }
 
 std::string RandomBytes(size_t n, uint64_t seed) {
@@ -191,7 +324,11 @@ std::string CompressibleBytes(size_t n, uint64_t seed) {
 
 std::map<std::string, std::string> ReadTree(const std::string& root) {
   std::map<std::string, std::string> out;
-  ReadTreeInto(root, "", &out);
+  At at(root);
+  const int fd = at.ok() ? openat(at.fd(), at.name(), kDirPath) : -1;
+  if (fd < 0) Die("opendir " + root);
+  ReadTreeAt(fd, "", &out);
+  close(fd);
   return out;
 }
 

@@ -1,7 +1,8 @@
 // Copyright 2026 The ufspack Authors.
 //
 // Helpers for the test suite: scratch directories, file I/O, running the
-// CLI, and flipping bytes in files.
+// CLI, and flipping bytes in files.  The file helpers accept paths longer
+// than PATH_MAX (they resolve such paths one component at a time).
 #ifndef UFSPACK_TESTS_TESTUTIL_H_
 #define UFSPACK_TESTS_TESTUTIL_H_
 
@@ -42,6 +43,16 @@ void RemoveAll(const std::string& path);
 void FlipByte(const std::string& path, uint64_t offset, uint8_t mask = 0x01);
 // Truncates `path` to `size` bytes.
 void Truncate(const std::string& path, uint64_t size);
+
+// Free space for an unprivileged user on the file system holding `dir`, in
+// bytes (0 if unknown).
+uint64_t FreeDiskBytes(const std::string& dir);
+// MemAvailable from /proc/meminfo, in bytes (0 if unknown).
+uint64_t AvailableMemoryBytes();
+// Whether the file system holding `dir` stores holes without allocating
+// them: writes one byte at 64 MiB into a scratch file and checks its
+// allocated size.
+bool SupportsSparseFiles(const std::string& dir);
 
 // Deterministic pseudo-random bytes (incompressible).
 std::string RandomBytes(size_t n, uint64_t seed);

@@ -598,13 +598,16 @@ int CmdCat(const Argv& argv) {
   uint64_t index = 0;
   Status s;
   std::string index_text;
+  bool by_index = false;  // an empty --index is an error, not a name
   if (args.Has("index")) {
     index_text = args.Get("index");
+    by_index = true;
   } else if (args.positional().size() == 2 && args.positional()[1].size() > 1 &&
              args.positional()[1][0] == '#') {
     index_text = args.positional()[1].substr(1);
+    by_index = true;
   }
-  if (!index_text.empty()) {
+  if (by_index) {
     if (!ParseUint(index_text, &index)) {
       return Usage("cat", "'" + index_text + "' is not a record index");
     }
@@ -737,6 +740,23 @@ int CmdExtract(const Argv& argv) {
       return ExitCodeFor(s);
     }
     std::string why = UnsafeName(r.name);
+    if (why.empty()) {
+      // Names are unique in a valid pack; a damaged or crafted one may
+      // repeat a name, and its second record would replace (--force) or
+      // collide with the file just written for the first.  The lookup
+      // table maps each name to one record, so every record must be the
+      // one its own name finds.
+      uint64_t found = 0;
+      Status fs = reader->Find(r.name, &found);
+      if (fs.ok() && found != i) {
+        why = "same name as record " + std::to_string(found);
+      } else if (!fs.ok() && !fs.IsNotFound()) {
+        PrintError(fs);
+        return ExitCodeFor(fs);
+      } else if (!fs.ok()) {
+        why = "not in the name lookup table (damaged index?)";
+      }
+    }
     if (!why.empty()) {
       refused.push_back("record " + std::to_string(i) + " '" +
                         Printable(r.name) + "': " + why);

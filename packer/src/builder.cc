@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "open_any_length.h"
 #include "ufspack/coding.h"
 
 namespace ufspack {
@@ -97,7 +98,7 @@ Status MakeDirs(const std::string& path) {
   return Status::OK();
 }
 
-// Creates a new file `dir`/`prefix`XXXXXX (random suffix) with O_EXCL and
+// Creates a new file `dir`/`prefix`XXXXXXXX (8 random characters from a-z0-9) with O_EXCL and
 // mode 0666 & ~umask, the permissions any other new file would get.
 Status CreateTemp(const std::string& dir, const char* prefix, int* fd,
                   std::string* path) {
@@ -137,6 +138,55 @@ void RemoveStaleTemps(int dir_fd) {
   }
   ::closedir(d);
   for (const auto& n : stale) ::unlinkat(dir_fd, n.c_str(), 0);
+}
+
+// Reads the pack id from the header of `name` in `dir_fd`: an index.ufs
+// when `is_index`, else a data file.  False if absent or not valid.
+bool ReadPackId(int dir_fd, const char* name, bool is_index, PackId* id) {
+  int fd = ::openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  char buf[IndexHeader::kEncodedLength];
+  const size_t want =
+      is_index ? IndexHeader::kEncodedLength : DataHeader::kEncodedLength;
+  ssize_t n;
+  do {
+    n = ::pread(fd, buf, want, 0);
+  } while (n < 0 && errno == EINTR);
+  ::close(fd);
+  if (n != static_cast<ssize_t>(want)) return false;
+  std::string_view in(buf, want);
+  if (is_index) {
+    IndexHeader h;
+    if (!h.DecodeFrom(&in).ok()) return false;
+    *id = h.pack_id;
+  } else {
+    DataHeader h;
+    if (!h.DecodeFrom(&in).ok()) return false;
+    *id = h.pack_id;
+  }
+  return true;
+}
+
+// A build killed between its two renames leaves its new data.ufs beside the
+// previous index.ufs, with the previous data file linked as .data.ufs.prev:
+// put the previous pack back together.  Any other .data.ufs.prev is a
+// leftover of a publish that completed, and is removed.  Called with the
+// directory lock held.
+void RestoreInterruptedPublish(int dir_fd) {
+  PackId prev_id, index_id, data_id;
+  if (!ReadPackId(dir_fd, kPrevDataFileName, false, &prev_id)) {
+    ::unlinkat(dir_fd, kPrevDataFileName, 0);
+    return;
+  }
+  if (ReadPackId(dir_fd, kIndexFileName, true, &index_id) &&
+      index_id == prev_id &&
+      !(ReadPackId(dir_fd, kDataFileName, false, &data_id) &&
+        data_id == index_id) &&
+      ::renameat(dir_fd, kPrevDataFileName, dir_fd, kDataFileName) == 0) {
+    ::fsync(dir_fd);
+    return;
+  }
+  ::unlinkat(dir_fd, kPrevDataFileName, 0);
 }
 
 }  // namespace
@@ -194,6 +244,7 @@ Status PackWriter::Create(const std::string& out_dir_in,
     // File systems without flock (some network mounts): carry on unlocked.
   } else {
     RemoveStaleTemps(w->dir_fd_);
+    RestoreInterruptedPublish(w->dir_fd_);
   }
   UFSPACK_RETURN_IF_ERROR(
       CreateTemp(out_dir, kDataTmpPrefix, &w->data_fd_, &w->data_tmp_));
@@ -391,7 +442,9 @@ Status PackWriter::AddFromFd(std::string_view name, uint32_t label, int fd,
       have_before &&
       (::fstat(fd, &after) != 0 || after.st_size != before.st_size ||
        after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
-       after.st_mtim.tv_nsec != before.st_mtim.tv_nsec);
+       after.st_mtim.tv_nsec != before.st_mtim.tv_nsec ||
+       after.st_ctim.tv_sec != before.st_ctim.tv_sec ||
+       after.st_ctim.tv_nsec != before.st_ctim.tv_nsec);
   if (done != size || changed) {
     return rewind(
         Status::IOError(path + ": file changed as we read it (size was " +
@@ -510,19 +563,36 @@ Status PackWriter::Finish(PackId* pack_id) {
   index_fd_ = -1;
 
   // Publish: data first, then index.  Between the two renames the pair is
-  // mismatched and Reader::Open refuses it; it never reads wrong bytes.
+  // mismatched and never reads wrong bytes; the previous data file stays
+  // linked as .data.ufs.prev until the new index is in place, so the
+  // previous pack survives a failed index rename (restored here) or a crash
+  // between the renames (Reader::Open falls back to it, and the next build
+  // restores it).  File systems without hard links publish without it.
   const std::string data_final = out_dir_ + "/" + kDataFileName;
   const std::string index_final = out_dir_ + "/" + kIndexFileName;
+  const std::string prev = out_dir_ + "/" + kPrevDataFileName;
+  ::unlink(prev.c_str());
+  const bool have_prev = ::link(data_final.c_str(), prev.c_str()) == 0;
   if (::rename(data_tmp_.c_str(), data_final.c_str()) != 0) {
+    const int e = errno;
+    if (have_prev) ::unlink(prev.c_str());
     return Fail(
-        Status::FromErrno("rename " + data_tmp_ + " -> " + data_final, errno));
+        Status::FromErrno("rename " + data_tmp_ + " -> " + data_final, e));
   }
   data_tmp_.clear();
   if (::rename(index_tmp_.c_str(), index_final.c_str()) != 0) {
-    return Fail(Status::FromErrno("rename " + index_tmp_ + " -> " + index_final,
-                                  errno));
+    const int e = errno;
+    const bool restored =
+        have_prev && ::rename(prev.c_str(), data_final.c_str()) == 0;
+    return Fail(Status::FromErrno(
+        "rename " + index_tmp_ + " -> " + index_final +
+            (restored ? " (the previous pack is kept)"
+                      : " (the previous pack is lost: new data.ufs, previous "
+                        "index.ufs)"),
+        e));
   }
   index_tmp_.clear();
+  if (have_prev) ::unlink(prev.c_str());
   if (::fsync(dir_fd_) != 0 && errno != EINVAL) {
     return Fail(Status::FromErrno(out_dir_ + ": fsync", errno));
   }
@@ -567,7 +637,8 @@ Status ReadSource(const std::string& path, Slot* slot,
                   std::string* bytes) {
   int fd;
   do {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    fd = internal::OpenAnyLength(path,
+                                 O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) return Status::FromErrno(path + ": cannot open", errno);
   struct stat before;
@@ -610,9 +681,14 @@ Status ReadSource(const std::string& path, Slot* slot,
   struct stat after;
   int fst = ::fstat(fd, &after);
   ::close(fd);
+  // As GNU tar does, the ctime counts too: it also moves when the file is
+  // replaced by a rename or deleted while we read it (the link count
+  // drops), which leaves size and mtime as they were.
   if (done != size || fst != 0 || after.st_size != before.st_size ||
       after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
-      after.st_mtim.tv_nsec != before.st_mtim.tv_nsec) {
+      after.st_mtim.tv_nsec != before.st_mtim.tv_nsec ||
+      after.st_ctim.tv_sec != before.st_ctim.tv_sec ||
+      after.st_ctim.tv_nsec != before.st_ctim.tv_nsec) {
     return Status::IOError(path + ": file changed as we read it (size was " +
                            std::to_string(size) + " bytes, read " +
                            (done > size ? "more" : std::to_string(done)) + ")");

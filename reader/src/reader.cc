@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -91,7 +93,23 @@ Status Reader::Open(const std::string& path, const ReaderOptions& options,
     }
     return s;
   }
-  return Open(std::move(index), std::move(data), options, reader);
+  s = Open(std::move(index), std::move(data), options, reader);
+  if (s.ok() || !s.IsCorruption()) return s;
+  // A build killed between its two renames left its new data.ufs beside the
+  // previous index.ufs, and the previous data.ufs as .data.ufs.prev: with
+  // that file, the previous index is still a complete pack.
+  std::unique_ptr<Region> index_again;
+  std::unique_ptr<RandomAccessFile> prev;
+  std::unique_ptr<Reader> r;
+  if (NewPosixRandomAccessFile(DirName(index_path) + "/" + kPrevDataFileName,
+                               &prev)
+          .ok() &&
+      MapFile(index_path, &index_again).ok() &&
+      Open(std::move(index_again), std::move(prev), options, &r).ok()) {
+    *reader = std::move(r);
+    return Status::OK();
+  }
+  return s;
 }
 
 Status Reader::Open(std::unique_ptr<Region> index,
@@ -424,13 +442,20 @@ Status Reader::Read(const Record& r, char* dst, size_t capacity) const {
         "' needs " + std::to_string(r.original_length) +
         " bytes, buffer holds " + std::to_string(capacity));
   }
-  if (r.codec == Codec::kRaw) return ReadStored(r, dst);
-
-  std::string& scratch = ThreadScratch();
-  if (scratch.size() < r.stored_length) scratch.resize(r.stored_length);
-  UFSPACK_RETURN_IF_ERROR(ReadStored(r, scratch.data()));
-  UFSPACK_RETURN_IF_ERROR(CheckFrameSize(data_->name(), r, scratch.data()));
-  return Decompress(data_->name(), r, scratch.data(), dst);
+  Status s;
+  if (r.codec == Codec::kRaw) {
+    s = ReadStored(r, dst);
+  } else {
+    std::string& scratch = ThreadScratch();
+    if (scratch.size() < r.stored_length) scratch.resize(r.stored_length);
+    s = ReadStored(r, scratch.data());
+    if (s.ok()) s = CheckFrameSize(data_->name(), r, scratch.data());
+    if (s.ok()) s = Decompress(data_->name(), r, scratch.data(), dst);
+  }
+  // The pread (or decompression) writes straight into dst: after an error,
+  // never leave part of a record (or of a damaged one) there.
+  if (!s.ok()) std::memset(dst, 0, static_cast<size_t>(r.original_length));
+  return s;
 }
 
 Status Reader::Read(uint64_t i, char* dst, size_t capacity,
@@ -489,42 +514,58 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, Batch* out,
     total += records[k].original_length;
   }
   offsets[count] = total;
-  out->offsets = std::move(offsets);
-  out->data.resize(static_cast<size_t>(total));
 
-  auto read_one = [&](size_t k) {
-    return Read(records[k], out->data.data() + out->offsets[k],
-                static_cast<size_t>(records[k].original_length));
-  };
-  if (threads <= 1 || count <= 1) {
-    for (size_t k = 0; k < count; ++k) {
-      Status s = read_one(k);
+  // Runs body(k) for every k on `threads` threads; the first error wins.
+  auto for_each = [&](const std::function<Status(size_t)>& body) -> Status {
+    if (threads <= 1 || count <= 1) {
+      for (size_t k = 0; k < count; ++k) UFSPACK_RETURN_IF_ERROR(body(k));
+      return Status::OK();
+    }
+    std::atomic<bool> failed{false};
+    std::mutex mu;
+    Status first_error;
+    ParallelFor(count, threads, [&](size_t k) {
+      if (failed.load(std::memory_order_relaxed)) return;
+      Status s = body(k);
       if (!s.ok()) {
-        out->data.clear();
-        out->offsets.clear();
-        return s;
+        std::lock_guard<std::mutex> lock(mu);
+        if (first_error.ok()) first_error = s;
+        failed.store(true);
       }
-    }
-    return Status::OK();
-  }
+    });
+    return first_error;
+  };
 
-  std::atomic<bool> failed{false};
-  std::mutex mu;
-  Status first_error;
-  ParallelFor(count, threads, [&](size_t k) {
-    if (failed.load(std::memory_order_relaxed)) return;
-    Status s = read_one(k);
-    if (!s.ok()) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (first_error.ok()) first_error = s;
-      failed.store(true);
-    }
+  // As in Read(), a zstd record's original_length is trusted only once its
+  // frame (read and checksummed) declares that content size: the frames are
+  // read and checked before the batch buffer is sized, so a damaged index
+  // cannot make that buffer 32768 times the data the records point at.
+  // Still one pread per record; the frames are held until decompressed.
+  std::vector<std::string> frames(count);
+  Status s = for_each([&](size_t k) -> Status {
+    const Record& r = records[k];
+    if (r.codec != Codec::kZstd) return Status::OK();
+    frames[k].resize(static_cast<size_t>(r.stored_length));
+    UFSPACK_RETURN_IF_ERROR(ReadStored(r, frames[k].data()));
+    return CheckFrameSize(data_->name(), r, frames[k].data());
   });
-  if (!first_error.ok()) {
+  if (s.ok()) {
+    out->offsets = std::move(offsets);
+    out->data.resize(static_cast<size_t>(total));
+    s = for_each([&](size_t k) -> Status {
+      const Record& r = records[k];
+      char* dst = out->data.data() + out->offsets[k];
+      if (r.codec == Codec::kZstd) {
+        return Decompress(data_->name(), r, frames[k].data(), dst);
+      }
+      return ReadStored(r, dst);
+    });
+  }
+  if (!s.ok()) {
     out->data.clear();
     out->offsets.clear();
   }
-  return first_error;
+  return s;
 }
 
 Status Reader::ListMetadata(

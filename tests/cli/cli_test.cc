@@ -6,12 +6,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "testutil.h"
 #include "ufspack/builder.h"
+#include "ufspack/coding.h"
 #include "ufspack/format.h"
 #include "ufspack/reader.h"
 
@@ -412,6 +415,260 @@ TEST(CliExtract, RefusesTraversalAndAbsoluteNames) {
     EXPECT_FALSE(test::Exists(tmp / "deep/evil.jpg"));
     EXPECT_FALSE(test::Exists(tmp / "evil.jpg"));
   }
+}
+
+// --- Bad-input catalogue (issue "Reliability") -------------------------------
+
+TEST_F(CliTest, CatRejectsNegativeAndOutOfRangeIndices) {
+  ASSERT_EQ(Build().exit_code, 0);
+  // Not an index at all: usage errors (exit 2), nothing written.
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{
+           {"cat", pack_, "#-1"},
+           {"cat", pack_, "--index", "-1"},
+           {"cat", pack_, "#1x"},
+           {"cat", pack_, "#18446744073709551616"},  // 2^64
+           {"cat", pack_, "--index", ""}}) {
+    CommandResult r = RunCli(args);
+    EXPECT_EQ(r.exit_code, 2) << args.back() << ": " << r.err;
+    EXPECT_TRUE(Contains(r.err, "is not a record index")) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  // Indices past the end: exit 1, naming the index and the record count.
+  for (const std::string index : {"9", "10", "9999999999999999999"}) {
+    CommandResult r = RunCli({"cat", pack_, "#" + index});
+    EXPECT_EQ(r.exit_code, 1) << index;
+    EXPECT_TRUE(Contains(
+        r.err, "record " + index + " out of range (pack has 9 records)"))
+        << r.err;
+    EXPECT_TRUE(Contains(r.err, pack_ + "/index.ufs")) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  // The last record is served; a bare "#" is a name, and there is none.
+  CommandResult last = RunCli({"cat", pack_, "#8"});
+  EXPECT_EQ(last.exit_code, 0) << last.err;
+  EXPECT_EQ(last.out, test::ReadFile(src_ + "/elsewhere/e1.ppm"));
+  CommandResult hash = RunCli({"cat", pack_, "#"});
+  EXPECT_EQ(hash.exit_code, 1);
+  EXPECT_TRUE(Contains(hash.err, "no record named '#'")) << hash.err;
+}
+
+TEST_F(CliTest, BuildRefusesDevicesAndSocketsNamingThem) {
+  test::Symlink("/dev/zero", src_ + "/cats/zero.jpg");
+  test::Symlink("/dev/null", src_ + "/dogs/null.jpg");
+  CommandResult r = Build();
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, src_ + "/cats/zero.jpg: is a character device"))
+      << r.err;
+  EXPECT_FALSE(test::Exists(pack_ + "/index.ufs"));
+  CommandResult s = Build({"--skip-unreadable"});
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_TRUE(Contains(s.out, "packed 9 files")) << s.out;
+  EXPECT_TRUE(Contains(s.out, "2 skipped")) << s.out;
+  EXPECT_TRUE(Contains(s.err, "zero.jpg")) << s.err;
+  EXPECT_TRUE(Contains(s.err, "null.jpg")) << s.err;
+}
+
+// A flat pack written by the library with the given record names.
+void WriteNamedPack(const std::string& pack,
+                    const std::vector<std::string>& names) {
+  std::unique_ptr<PackWriter> w;
+  PackWriterOptions o;
+  o.flat = true;
+  ASSERT_TRUE(PackWriter::Create(pack, o, &w).ok());
+  for (size_t k = 0; k < names.size(); ++k) {
+    ASSERT_TRUE(
+        w->Add(names[k], kNoLabel, "bytes of " + std::to_string(k)).ok());
+  }
+  ASSERT_TRUE(w->Finish().ok());
+}
+
+TEST(CliExtract, RefusesEveryUnsafeNameNamingTheRecord) {
+  TempDir tmp;
+  const std::string pack = tmp / "pack";
+  const std::vector<std::string> names = {
+      "good.jpg",
+      ".",
+      "..",
+      "a/..",
+      "./a.jpg",
+      std::string("a\0b.jpg", 7),
+      "x/" + std::string(256, 'y'),
+      "/etc/passwd-ufspack-test",
+  };
+  ASSERT_NO_FATAL_FAILURE(WriteNamedPack(pack, names));
+  const std::string out = tmp / "out";
+  CommandResult r = RunCli({"extract", pack, out});
+  EXPECT_EQ(r.exit_code, 1);
+  const std::vector<std::string> expect = {
+      "record 1 '.': '.' path component",
+      "record 2 '..': '..' path component",
+      "record 3 'a/..': '..' path component",
+      "record 4 './a.jpg': '.' path component",
+      "record 5 'a\\x00b.jpg': contains a NUL byte",
+      "path component longer than 255 bytes",
+      "record 7 '/etc/passwd-ufspack-test': absolute path",
+      "nothing extracted"};
+  for (const std::string& e : expect) {
+    EXPECT_TRUE(Contains(r.err, e)) << e << "\n" << r.err;
+  }
+  EXPECT_FALSE(Contains(r.err, "good.jpg")) << r.err;
+  EXPECT_FALSE(test::Exists(out + "/good.jpg"));
+  EXPECT_FALSE(test::Exists("/etc/passwd-ufspack-test"));
+  EXPECT_FALSE(test::Exists(tmp / "a.jpg"));
+}
+
+TEST_F(CliTest, ExtractNeverFollowsDanglingOrNestedSymlinks) {
+  ASSERT_EQ(Build().exit_code, 0);
+  const std::string victim = tmp_ / "victim";
+  test::MakeDirs(victim);
+
+  // A dangling symlink where a file goes: O_CREAT would create its target
+  // outside the destination; it is "an existing entry" instead.
+  const std::string out = tmp_ / "out";
+  test::Symlink(victim + "/created.jpg", out + "/cats/c1.jpg");
+  CommandResult r = RunCli({"extract", pack_, out});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, out + "/cats/c1.jpg: exists")) << r.err;
+  EXPECT_FALSE(test::Exists(victim + "/created.jpg"));
+  CommandResult f = RunCli({"extract", "--force", pack_, out});
+  EXPECT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_FALSE(test::Exists(victim + "/created.jpg"));
+  struct stat st;
+  ASSERT_EQ(lstat((out + "/cats/c1.jpg").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(test::ReadFile(out + "/cats/c1.jpg"),
+            test::ReadFile(src_ + "/cats/c1.jpg"));
+
+  // A directory symlink below the top (cats/sub -> victim): refused with
+  // or without --force, nothing written into the victim.
+  for (bool force : {false, true}) {
+    SCOPED_TRACE(force ? "--force" : "no --force");
+    const std::string out2 = tmp_ / (force ? "out3" : "out2");
+    test::Symlink(victim, out2 + "/cats/sub");
+    std::vector<std::string> args = {"extract", pack_, out2};
+    if (force) args.push_back("--force");
+    CommandResult n = RunCli(args);
+    EXPECT_EQ(n.exit_code, 1);
+    EXPECT_TRUE(Contains(n.err, out2 + "/cats/sub: is a symlink or not a "
+                                       "directory; refusing to write through "
+                                       "it"))
+        << n.err;
+    EXPECT_TRUE(test::ReadTree(victim).empty());
+  }
+
+  // A file where a directory goes: an error, the file left as it was.
+  const std::string out4 = tmp_ / "out4";
+  test::WriteFile(out4 + "/dogs", "a file, not a directory");
+  CommandResult d = RunCli({"extract", "--force", pack_, out4});
+  EXPECT_EQ(d.exit_code, 1);
+  EXPECT_TRUE(Contains(d.err, out4 + "/dogs")) << d.err;
+  EXPECT_EQ(test::ReadFile(out4 + "/dogs"), "a file, not a directory");
+}
+
+// Writes a flat pack of records "a.jpg" and "b.jpg", then renames record
+// 1 to "a.jpg" in the name pool (hash tag and checksums fixed): a pack
+// with a duplicate name, which PackWriter refuses to write.
+void WriteDuplicateNamePack(const std::string& pack) {
+  ASSERT_NO_FATAL_FAILURE(WriteNamedPack(pack, {"a.jpg", "b.jpg"}));
+  const std::string path = pack + "/index.ufs";
+  std::string index = test::ReadFile(path);
+  std::string_view in(index);
+  IndexHeader h;
+  ASSERT_TRUE(h.DecodeFrom(&in).ok());
+  const uint64_t entry1 = h.records.offset + RecordEntry::kEncodedLength;
+  const uint64_t name_at = h.names.offset + DecodeFixed64(&index[entry1 + 32]);
+  ASSERT_EQ(index.substr(name_at, 5), "b.jpg");
+  index[name_at] = 'a';
+  EncodeFixed32(&index[entry1 + 48], NameHashTag(NameHash("a.jpg")));
+  EncodeFixed64(&index[IndexHeader::kHeaderChecksumOffset - 8],
+                Checksum64(index.data() + IndexHeader::kEncodedLength,
+                           index.size() - IndexHeader::kEncodedLength));
+  EncodeFixed64(&index[IndexHeader::kHeaderChecksumOffset],
+                Checksum64(index.data(), IndexHeader::kHeaderChecksumOffset));
+  test::WriteFile(path, index);
+}
+
+TEST(CliExtract, DuplicateNamesAreRefusedBeforeWritingAnything) {
+  TempDir tmp;
+  const std::string pack = tmp / "pack";
+  ASSERT_NO_FATAL_FAILURE(WriteDuplicateNamePack(pack));
+  // The pack opens; `ls` shows the two records under one name.
+  CommandResult ls = RunCli({"ls", pack});
+  ASSERT_EQ(ls.exit_code, 0) << ls.err;
+  EXPECT_EQ(ls.out, "a.jpg\na.jpg\n");
+  // verify calls it damaged.
+  CommandResult v = RunCli({"verify", pack});
+  EXPECT_EQ(v.exit_code, 3) << v.out;
+  EXPECT_TRUE(Contains(v.out, "duplicate name")) << v.out;
+  // extract writes nothing, with or without --force (which would otherwise
+  // replace record 0's file with record 1's).
+  for (bool force : {false, true}) {
+    SCOPED_TRACE(force ? "--force" : "no --force");
+    const std::string out = tmp / (force ? "outf" : "out");
+    std::vector<std::string> args = {"extract", pack, out};
+    if (force) args.push_back("--force");
+    CommandResult r = RunCli(args);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_TRUE(Contains(r.err, "record 1 'a.jpg': same name as record 0"))
+        << r.err;
+    EXPECT_TRUE(Contains(r.err, "nothing extracted")) << r.err;
+    EXPECT_FALSE(test::Exists(out + "/a.jpg"));
+  }
+}
+
+// Names that differ only in case are different names: both are extracted
+// on a case-sensitive file system.  (On a case-insensitive one the second
+// open(O_CREAT | O_EXCL) fails with EEXIST: extract stops with "exists",
+// and the first file is never overwritten without --force.)
+TEST(CliExtract, CaseCollidingNamesBothExtract) {
+  TempDir tmp;
+  test::WriteFile(tmp / "probe", "");
+  if (test::Exists(tmp / "PROBE")) {
+    GTEST_SKIP() << tmp.path() << " is case-insensitive";
+  }
+  const std::string pack = tmp / "pack";
+  ASSERT_NO_FATAL_FAILURE(
+      WriteNamedPack(pack, {"A.jpg", "a.jpg", "d/X.jpg", "D/x.jpg"}));
+  CommandResult r = RunCli({"extract", pack, tmp / "out"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto tree = test::ReadTree(tmp / "out");
+  const std::map<std::string, std::string> want = {{"A.jpg", "bytes of 0"},
+                                                   {"a.jpg", "bytes of 1"},
+                                                   {"d/X.jpg", "bytes of 2"},
+                                                   {"D/x.jpg", "bytes of 3"}};
+  EXPECT_EQ(tree, want);
+}
+
+// Record names longer than PATH_MAX: built (the builder opens such paths
+// one component at a time) and extracted (extract creates directories one
+// component at a time with mkdirat/openat), byte for byte.
+TEST_F(CliTest, BuildAndExtractPathsLongerThanPathMax) {
+  std::string deep = src_ + "/cats";
+  for (int i = 0; i < 22; ++i) {
+    deep += "/" + std::string(200, static_cast<char>('a' + i));
+  }
+  ASSERT_GT(deep.size(), 4096u);
+  const std::string bytes = test::RandomBytes(5000, 77);
+  test::WriteFile(deep + "/deep.jpg", bytes);
+  CommandResult b = Build({"--compress", "zstd"});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_TRUE(Contains(b.out, "packed 10 files")) << b.out;
+  const std::string name = deep.substr(src_.size() + 1) + "/deep.jpg";
+  CommandResult c = RunCli({"cat", pack_, "--name", name});
+  ASSERT_EQ(c.exit_code, 0) << c.err.substr(0, 200);
+  EXPECT_TRUE(c.out == bytes);
+  EXPECT_EQ(RunCli({"verify", pack_}).exit_code, 0);
+  const std::string out = tmp_ / "out";
+  CommandResult x = RunCli({"extract", pack_, out});
+  ASSERT_EQ(x.exit_code, 0) << x.err.substr(0, 300);
+  std::map<std::string, std::string> want;
+  for (const std::string& n : kTreeNames) {
+    want[n] = test::ReadFile(src_ + "/" + n);
+  }
+  want[name] = bytes;
+  EXPECT_TRUE(test::ReadTree(out) == want);
+  EXPECT_TRUE(test::ReadFile(out + "/" + name) == bytes);
 }
 
 TEST(CliRealPhotos, BuildVerifyExtractRoundTrip) {

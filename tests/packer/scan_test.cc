@@ -400,6 +400,35 @@ TEST(ScanTreeTest, SymlinkToSiblingIsNotALoop) {
   EXPECT_TRUE(r.warnings.empty());
 }
 
+// A directory path longer than PATH_MAX (4096 bytes) cannot be opened
+// whole; the walk opens it one component at a time and lists it.
+// (os.walk, hence ImageFolder, silently skips it: scandir fails with
+// ENAMETOOLONG.)
+TEST(ScanTreeTest, PathsLongerThanPathMaxAreWalked) {
+  TempDir t;
+  std::string deep = "c";
+  for (int i = 0; i < 22; ++i) {
+    deep += "/" + std::string(200, static_cast<char>('a' + i));
+  }
+  ASSERT_GT(t.path().size() + deep.size(), 4096u);
+  WriteFile(t / (deep + "/x.jpg"), "x");
+  WriteFile(t / (deep + "/sub/y.png"), "y");
+  WriteFile(t / "c/a.jpg", "a");
+  for (bool flat : {false, true}) {
+    SCOPED_TRACE(flat ? "flat" : "classes");
+    ScanOptions o;
+    o.flat = flat;
+    ScanResult r;
+    Status s = ScanTree(t.path(), o, &r);
+    ASSERT_TRUE(s.ok()) << s.ToString().substr(0, 300);
+    EXPECT_TRUE(Names(r) ==
+                (std::vector<std::string>{"c/a.jpg", deep + "/x.jpg",
+                                          deep + "/sub/y.png"}));
+    EXPECT_EQ(r.skipped, 0u);
+    EXPECT_TRUE(r.warnings.empty());
+  }
+}
+
 TEST(ScanTreeTest, EmptyClassIsAnErrorNamingIt) {
   TempDir t;
   WriteFile(t / "full/a.jpg", "1");

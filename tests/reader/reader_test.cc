@@ -5,7 +5,9 @@
 // validation rule; damage is done by patching single fields of the files.
 #include "ufspack/reader.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +15,9 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <functional>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -879,6 +884,191 @@ TEST_F(ReaderTest, TruncatedDataIsCorruption) {
   EXPECT_TRUE(Contains(s.message(), "found " + std::to_string(size - 1)));
 }
 
+// --- Bad-input catalogue: the index header ---------------------------------
+
+TEST_F(ReaderTest, IndexTruncatedAtEveryLengthIsCorruption) {
+  // Every prefix of a good index, from empty to one byte short: Corruption
+  // naming the index file, never a crash or an out-of-bounds read.
+  const std::string index = test::ReadFile(index_path());
+  for (size_t n = 0; n < index.size(); ++n) {
+    SCOPED_TRACE("length " + std::to_string(n));
+    test::WriteFile(index_path(), index.substr(0, n));
+    Status s = OpenStatus();
+    EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+    EXPECT_TRUE(Contains(s.message(), index_path()));
+    if (n >= 8 && n < IndexHeader::kEncodedLength) {
+      EXPECT_TRUE(Contains(s.message(), "truncated"));
+    } else if (n >= IndexHeader::kEncodedLength) {
+      EXPECT_TRUE(Contains(
+          s.message(), "expected " + std::to_string(index.size()) + " bytes"));
+    }
+  }
+}
+
+TEST_F(ReaderTest, RecordAndClassCountsThatWouldOverflowAreCorruption) {
+  // Counts whose table size (count * entry size) wraps around to the real
+  // table size, and counts at the format limit that the file cannot hold.
+  const IndexHeader h = ReadIndexHeader(index_path());
+  ASSERT_EQ(h.records.size, 5u * RecordEntry::kEncodedLength);
+  ASSERT_EQ(h.classes.size, 2u * ClassEntry::kEncodedLength);
+  const std::string good = test::ReadFile(index_path());
+  struct Case {
+    uint64_t field;
+    uint64_t value;
+    std::string expect;
+  };
+  const std::vector<Case> cases = {
+      // (5 + 2^61) * 56 == 280 (mod 2^64).
+      {48, 5 + (1ull << 61), "record count 2305843009213693957 exceeds"},
+      {48, UINT64_MAX, "record count 18446744073709551615 exceeds"},
+      {48, kMaxRecords, "record table size: expected"},
+      {48, 6, "record table size: expected 336, found 280"},
+      // (2 + 2^59) * 32 == 64 (mod 2^64).
+      {56, 2 + (1ull << 59), "class count 576460752303423490 exceeds"},
+      {56, kNoLabel, "class count 4294967295 exceeds"},
+      {56, 3, "class table size: expected 96, found 64"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.expect);
+    test::WriteFile(index_path(), good);
+    Patch64(index_path(), c.field, c.value);
+    ResealIndex(index_path());
+    Status s = OpenStatus();
+    EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+    EXPECT_TRUE(Contains(s.message(), index_path()));
+    EXPECT_TRUE(Contains(s.message(), c.expect));
+  }
+}
+
+TEST_F(ReaderTest, SectionOffsetsThatWrapOrExceedTheIndexAreCorruption) {
+  const IndexHeader h = ReadIndexHeader(index_path());
+  const std::string good = test::ReadFile(index_path());
+  const char* names[5] = {"record table", "class table", "lookup table",
+                          "name pool", "metadata"};
+  for (int k = 0; k < 5; ++k) {
+    const uint64_t offset_field = 80 + 16 * k;
+    const uint64_t size_field = offset_field + 8;
+    const uint64_t size = DecodeFixed64(good.data() + size_field);
+    // Offset near 2^64: offset + size wraps to a small number.
+    for (uint64_t offset : {UINT64_MAX, UINT64_MAX - size + 1, h.index_size + 1,
+                            uint64_t{0}, uint64_t{175}}) {
+      SCOPED_TRACE(std::string(names[k]) + " at " + std::to_string(offset));
+      test::WriteFile(index_path(), good);
+      Patch64(index_path(), offset_field, offset);
+      ResealIndex(index_path());
+      Status s = OpenStatus();
+      EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+      EXPECT_TRUE(Contains(s.message(), index_path()));
+      EXPECT_TRUE(Contains(s.message(), names[k]));
+    }
+  }
+  // The two sections of any size: a size that wraps offset + size around.
+  for (uint64_t size_field : {kNamesSizeField, kMetaSizeField}) {
+    const uint64_t offset = DecodeFixed64(good.data() + size_field - 8);
+    for (uint64_t size :
+         {UINT64_MAX, UINT64_MAX - offset + 1, h.index_size - offset + 1}) {
+      SCOPED_TRACE("size field " + std::to_string(size_field) + " = " +
+                   std::to_string(size));
+      test::WriteFile(index_path(), good);
+      Patch64(index_path(), size_field, size);
+      ResealIndex(index_path());
+      Status s = OpenStatus();
+      EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+      EXPECT_TRUE(Contains(s.message(), "lies outside the index"));
+    }
+  }
+}
+
+TEST_F(ReaderTest, RecordedFileSizesThatAreImpossibleAreCorruption) {
+  const std::string good = test::ReadFile(index_path());
+  const uint64_t index_size = good.size();
+  const uint64_t data_size = test::FileSize(data_path());
+  struct Case {
+    uint64_t field;
+    uint64_t value;
+    std::string expect;  // names the file whose size is wrong
+  };
+  const std::vector<Case> cases = {
+      {72, UINT64_MAX, index_path() + ": size: expected 18446744073709551615"},
+      {72, index_size + 1, "found " + std::to_string(index_size)},
+      {72, 100, "index size 100 is smaller than the index header"},
+      {64, UINT64_MAX, data_path() + ": size: expected 18446744073709551615"},
+      {64, data_size - 1, "found " + std::to_string(data_size)},
+      {64, 63, "data size 63 is smaller than the data header"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.expect);
+    test::WriteFile(index_path(), good);
+    Patch64(index_path(), c.field, c.value);
+    ResealIndex(index_path());
+    Status s = OpenStatus();
+    EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+    EXPECT_TRUE(Contains(s.message(), c.expect));
+  }
+}
+
+TEST_F(ReaderTest, OtherPacksDataOfExactlyTheSameSizeIsCorruption) {
+  // Same names, same sizes, same options: only the bytes of one record
+  // differ, so the data files have exactly the same size.  Only the pack
+  // id tells them apart.
+  TempDir other;
+  PackId other_id;
+  std::vector<Item> items = StandardItems();
+  items[3].bytes = test::RandomBytes(items[3].bytes.size(), 1234);
+  PackWriterOptions options;
+  options.compress = true;
+  ASSERT_TRUE(
+      WritePack(other / "p", StandardClasses(), items, options, &other_id)
+          .ok());
+  ASSERT_EQ(test::FileSize(other / "p/data.ufs"), test::FileSize(data_path()));
+  ASSERT_NE(other_id, pack_id_);
+  ASSERT_EQ(std::rename((other / "p/data.ufs").c_str(), data_path().c_str()),
+            0);
+  Status s = OpenStatus();
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(), "not one pack"));
+  EXPECT_TRUE(Contains(s.message(), index_path()));
+  EXPECT_TRUE(Contains(s.message(), data_path()));
+  EXPECT_TRUE(Contains(s.message(), pack_id_.ToHex()));
+  EXPECT_TRUE(Contains(s.message(), other_id.ToHex()));
+}
+
+TEST_F(ReaderTest, ForeignDataWithForgedPackIdNeverYieldsWrongBytes) {
+  // Worst case of a mismatched pair: the other data file has the same size
+  // and someone copied our pack id into its header.  Open cannot tell, but
+  // every record whose bytes differ fails its checksum; the others are
+  // (byte for byte) the right ones.
+  TempDir other;
+  std::vector<Item> items = StandardItems();
+  items[3].bytes = test::RandomBytes(items[3].bytes.size(), 1234);
+  items[0].bytes = test::RandomBytes(items[0].bytes.size(), 4321);
+  PackWriterOptions options;
+  options.compress = true;
+  ASSERT_TRUE(WritePack(other / "p", StandardClasses(), items, options).ok());
+  std::string data = test::ReadFile(other / "p/data.ufs");
+  ASSERT_EQ(data.size(), test::FileSize(data_path()));
+  std::memcpy(&data[16], pack_id_.bytes.data(), 16);
+  test::WriteFile(data_path(), data);
+  std::unique_ptr<Reader> r = MustOpen();
+  ASSERT_NE(r, nullptr);
+  for (uint64_t i = 0; i < items_.size(); ++i) {
+    SCOPED_TRACE(i);
+    std::string out;
+    Status s = r->Read(i, &out);
+    if (i == 0 || i == 3) {
+      EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+      EXPECT_TRUE(Contains(s.message(), "checksum mismatch"));
+      EXPECT_TRUE(Contains(s.message(), data_path()));
+      EXPECT_TRUE(Contains(s.message(), "record " + std::to_string(i) + " '" +
+                                            items_[i].name + "' at offset"));
+      EXPECT_TRUE(out.empty());
+    } else {
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      EXPECT_EQ(out, items_[i].bytes);
+    }
+  }
+}
+
 TEST_F(ReaderTest, VerifyIndexChecksumCatchesNamePoolFlipAtOpen) {
   const IndexHeader h = ReadIndexHeader(index_path());
   const std::string bytes = test::ReadFile(index_path());
@@ -1076,6 +1266,37 @@ TEST_F(ReaderTest, DamagedZstdLengthIsCaughtBeforeAllocating) {
   EXPECT_TRUE(Contains(s.message(), "frame content size"));
   EXPECT_TRUE(out.empty());
   EXPECT_LT(out.capacity(), size_t{1} << 20);  // nothing sized to `claimed`
+}
+
+// The same through ReadBatch, which sizes one buffer for the whole batch:
+// each zstd frame's declared size is checked before that buffer is sized
+// (the fuzzer's regression input oom-readbatch-zstd-original-length: 40
+// such records claiming 5 GB in all).
+TEST_F(ReaderTest, ReadBatchChecksZstdLengthsBeforeAllocating) {
+  Record rec;
+  {
+    std::unique_ptr<Reader> r = MustOpen();
+    ASSERT_NE(r, nullptr);
+    ASSERT_TRUE(r->GetRecord(2, &rec).ok());
+    ASSERT_EQ(rec.codec, Codec::kZstd);
+  }
+  const uint64_t claimed = rec.stored_length * 30000;
+  const IndexHeader h = ReadIndexHeader(index_path());
+  Patch64(index_path(), RecordFieldAt(h, 2, kOriginalLengthField), claimed);
+  std::unique_ptr<Reader> r = MustOpen();
+  ASSERT_NE(r, nullptr);
+  std::vector<uint64_t> indices(40, 2);
+  indices[0] = 0;
+  for (int threads : {1, 4}) {
+    SCOPED_TRACE(threads);
+    Batch batch;
+    Status s = r->ReadBatch(indices.data(), indices.size(), &batch, threads);
+    EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+    EXPECT_TRUE(Contains(s.message(), "record 2 'cat/c.txt'"));
+    EXPECT_TRUE(Contains(s.message(), "frame content size"));
+    EXPECT_EQ(batch.size(), 0u);
+    EXPECT_LT(batch.data.capacity(), size_t{1} << 20);
+  }
 }
 
 TEST_F(ReaderTest, DamagedClassRangeIsCorruption) {
@@ -1584,6 +1805,9 @@ TEST_F(ReaderMetadataTest, EveryMetadataByteFlipIsCorruptionOrParses) {
       }
     }
   }
+  std::cout << "[flip] metadata: " << 2 * (index.size() - header_.meta.offset)
+            << " flips over " << index.size() - header_.meta.offset
+            << " bytes\n";
 }
 
 // A data file that claims to be huge (2^48 bytes) without holding them:
@@ -1688,6 +1912,8 @@ TEST_F(ReaderTest, EveryIndexByteFlipIsCaught) {
       }
     }
   }
+  std::cout << "[flip] index: " << 2 * index.size() << " flips over "
+            << index.size() << " bytes, " << items_.size() << " records\n";
 }
 
 // Every single-byte flip of the data file fails Open (header) or fails the
@@ -1724,6 +1950,8 @@ TEST_F(ReaderTest, EveryDataByteFlipIsCaught) {
     }
     EXPECT_EQ(failures, 1);
   }
+  std::cout << "[flip] data: " << data.size() << " flips over " << data.size()
+            << " bytes, " << items_.size() << " records\n";
 }
 
 // ---------------------------------------------------------------------------
@@ -1883,6 +2111,386 @@ TEST_F(ReaderTest, DataReplacedByRenameKeepsServingOldBytes) {
   Status s = OpenStatus();
   EXPECT_TRUE(s.IsCorruption()) << s.ToString();
   EXPECT_TRUE(Contains(s.message(), "not one pack"));
+}
+
+// A permutation of [0, n): ascending, descending or shuffled by `seed`.
+std::vector<uint64_t> ReadOrder(uint64_t n, unsigned seed) {
+  std::vector<uint64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  if (seed % 3 == 1) std::reverse(order.begin(), order.end());
+  if (seed % 3 == 2) {
+    std::mt19937 rng(seed);
+    std::shuffle(order.begin(), order.end(), rng);
+  }
+  return order;
+}
+
+// 16 threads and 4 forked processes read the whole pack at the same time,
+// each in its own order; every record's checksum must equal the serial
+// read's.  The processes report their checksums through a pipe and their
+// failures through the exit status.
+TEST(ReaderConcurrencyTest, SixteenThreadsAndFourProcessesMatchSerialRead) {
+  TempDir tmp;
+  PackWriterOptions options;
+  options.compress = true;
+  const std::vector<Item> items = ManyItems(300);
+  ASSERT_TRUE(WritePack(tmp / "p", StandardClasses(), items, options).ok());
+  std::unique_ptr<Reader> r;
+  ASSERT_TRUE(OpenPack(tmp / "p", &r).ok());
+  const uint64_t n = r->size();
+  std::vector<uint64_t> serial(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    std::string out;
+    ASSERT_TRUE(r->Read(i, &out).ok());
+    ASSERT_EQ(out, items[i].bytes);
+    serial[i] = Checksum64(out.data(), out.size());
+  }
+
+  // The processes first, while this process has a single thread.
+  constexpr int kProcesses = 4;
+  std::vector<pid_t> pids;
+  std::vector<int> pipes;
+  for (int p = 0; p < kProcesses; ++p) {
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      // Child: no gtest here.  Even children read through the Reader
+      // inherited from the parent, odd ones open their own.
+      ::close(fds[0]);
+      std::unique_ptr<Reader> own;
+      const Reader* reader = r.get();
+      if (p % 2 == 1) {
+        if (!Reader::Open(tmp / "p", {}, &own).ok()) ::_exit(2);
+        reader = own.get();
+      }
+      std::vector<uint64_t> sums(n, 0);
+      std::string out;
+      for (int pass = 0; pass < 2; ++pass) {
+        for (uint64_t i : ReadOrder(n, 100 + 3 * p + pass)) {
+          if (!reader->Read(i, &out).ok()) ::_exit(3);
+          const uint64_t sum = Checksum64(out.data(), out.size());
+          if (pass > 0 && sum != sums[i]) ::_exit(4);  // changed between passes
+          sums[i] = sum;
+        }
+      }
+      const char* p8 = reinterpret_cast<const char*>(sums.data());
+      size_t left = sums.size() * sizeof(uint64_t);
+      while (left > 0) {
+        ssize_t w = ::write(fds[1], p8, left);
+        if (w <= 0) ::_exit(5);
+        p8 += w;
+        left -= static_cast<size_t>(w);
+      }
+      ::_exit(0);
+    }
+    ::close(fds[1]);
+    pids.push_back(pid);
+    pipes.push_back(fds[0]);
+  }
+
+  constexpr int kThreads = 16;
+  std::atomic<int> errors{0};
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t]() {
+      std::string out;
+      std::vector<char> buf;
+      for (int pass = 0; pass < 2; ++pass) {
+        for (uint64_t i : ReadOrder(n, static_cast<unsigned>(3 * t + pass))) {
+          Status s;
+          switch ((i + t) % 3) {
+            case 0:
+              s = r->Read(i, &out);
+              break;
+            case 1: {
+              buf.resize(items[i].bytes.size() + 7);
+              size_t length = 0;
+              s = r->Read(i, buf.data(), buf.size(), &length);
+              out.assign(buf.data(), s.ok() ? length : 0);
+              break;
+            }
+            default: {
+              Batch batch;
+              const uint64_t one[] = {i, i};
+              s = r->ReadBatch(one, 2, &batch);
+              out = s.ok() && batch.get(0) == batch.get(1)
+                        ? std::string(batch.get(0))
+                        : std::string("batch mismatch");
+              break;
+            }
+          }
+          if (!s.ok()) {
+            errors.fetch_add(1);
+          } else if (Checksum64(out.data(), out.size()) != serial[i]) {
+            mismatches.fetch_add(1);
+          }
+          uint64_t found = 0;
+          if (!r->Find(items[i].name, &found).ok() || found != i) {
+            mismatches.fetch_add(1);
+          }
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(mismatches.load(), 0);
+
+  for (int p = 0; p < kProcesses; ++p) {
+    SCOPED_TRACE("process " + std::to_string(p));
+    std::string got;
+    char buf[4096];
+    for (;;) {
+      ssize_t k = ::read(pipes[p], buf, sizeof(buf));
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) break;
+      got.append(buf, static_cast<size_t>(k));
+    }
+    ::close(pipes[p]);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pids[p], &status, 0), pids[p]);
+    ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal";
+    EXPECT_EQ(WEXITSTATUS(status), 0)
+        << "2: open, 3: read, 4: changed between passes, 5: pipe";
+    ASSERT_EQ(got.size(), n * sizeof(uint64_t));
+    uint64_t bad = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+      uint64_t sum;
+      std::memcpy(&sum, got.data() + i * sizeof(uint64_t), sizeof(sum));
+      bad += sum != serial[i];
+    }
+    EXPECT_EQ(bad, 0u);
+  }
+}
+
+// A pack replaced three times by new builds while four threads keep
+// reading through a Reader opened on the first: the threads always get the
+// first pack's bytes; a Reader opened after each replacement gets the new
+// pack and keeps it across the next replacement.
+TEST_F(ReaderTest, ReplacedWhileThreadsReadOldAndNewOpensEachSeeTheirPair) {
+  std::unique_ptr<Reader> first = MustOpen();
+  ASSERT_NE(first, nullptr);
+  std::atomic<bool> done{false};
+  std::atomic<int> bad{0};
+  std::atomic<uint64_t> reads{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&]() {
+      std::string out;
+      while (!done.load()) {
+        for (uint64_t i = 0; i < items_.size(); ++i) {
+          if (!first->Read(i, &out).ok() || out != items_[i].bytes) {
+            bad.fetch_add(1);
+          }
+          reads.fetch_add(1);
+        }
+      }
+    });
+  }
+  struct Generation {
+    PackId id;
+    std::vector<Item> items;
+    std::unique_ptr<Reader> reader;
+  };
+  std::vector<Generation> gens(3);
+  for (int g = 0; g < 3; ++g) {
+    SCOPED_TRACE("generation " + std::to_string(g));
+    gens[g].items = StandardItems();
+    for (Item& it : gens[g].items) {
+      it.bytes = test::RandomBytes(it.bytes.size() + g + 1, 500 + g);
+    }
+    PackWriterOptions options;
+    options.compress = g % 2 == 0;
+    ASSERT_TRUE(
+        WritePack(dir(), StandardClasses(), gens[g].items, options, &gens[g].id)
+            .ok());
+    ASSERT_NE(gens[g].id, pack_id_);
+    gens[g].reader = MustOpen();
+    ASSERT_NE(gens[g].reader, nullptr);
+    EXPECT_EQ(gens[g].reader->info().pack_id, gens[g].id);
+  }
+  while (reads.load() < 100) std::this_thread::yield();
+  done.store(true);
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(first->info().pack_id, pack_id_);
+  for (int g = 0; g < 3; ++g) {
+    SCOPED_TRACE("generation " + std::to_string(g));
+    EXPECT_EQ(gens[g].reader->info().pack_id, gens[g].id);
+    for (uint64_t i = 0; i < gens[g].items.size(); ++i) {
+      std::string out;
+      ASSERT_TRUE(gens[g].reader->Read(i, &out).ok());
+      EXPECT_EQ(out, gens[g].items[i].bytes) << i;
+    }
+  }
+  std::unique_ptr<Reader> now = MustOpen();
+  ASSERT_NE(now, nullptr);
+  EXPECT_EQ(now->info().pack_id, gens[2].id);
+}
+
+// ---------------------------------------------------------------------------
+// Records and data files past 4 GiB (sparse data files)
+// ---------------------------------------------------------------------------
+
+// Writes a file of `size` bytes at `path` that is all holes except
+// `pieces` (offset, bytes).
+::testing::AssertionResult WriteSparseFile(
+    const std::string& path, uint64_t size,
+    const std::vector<std::pair<uint64_t, std::string>>& pieces) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ::testing::AssertionFailure() << "open " << path;
+  bool ok = ::ftruncate(fd, static_cast<off_t>(size)) == 0;
+  for (const auto& [offset, bytes] : pieces) {
+    ok = ok &&
+         ::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(offset)) ==
+             static_cast<ssize_t>(bytes.size());
+  }
+  ::close(fd);
+  if (!ok) return ::testing::AssertionFailure() << "writing " << path;
+  return ::testing::AssertionSuccess();
+}
+
+TEST_F(ReaderTest, RecordAtOffsetPast4GiBInASparseDataFile) {
+  if (!test::SupportsSparseFiles(dir())) {
+    GTEST_SKIP() << dir() << ": the file system has no sparse files";
+  }
+  const IndexHeader h = ReadIndexHeader(index_path());
+  const std::string data = test::ReadFile(data_path());
+  // Record 4 ("dog/y.jpg", one byte) moves to 5 GiB + 123; the data file
+  // becomes 5 GiB + 124 bytes, almost all of it a hole.
+  constexpr uint64_t kFar = (5ull << 30) + 123;
+  ASSERT_TRUE(WriteSparseFile(data_path(), kFar + 1,
+                              {{0, data}, {kFar, items_[4].bytes}}));
+  Patch64(index_path(), RecordFieldAt(h, 4, kOffsetField), kFar);
+  Patch64(index_path(), 64, kFar + 1);  // header: data size
+  ResealIndex(index_path());
+  {
+    std::unique_ptr<Reader> r = MustOpen();
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->info().data_size, kFar + 1);
+    ASSERT_TRUE(r->CheckIndex().ok());
+    Record rec;
+    ASSERT_TRUE(r->GetRecord(4, &rec).ok());
+    EXPECT_EQ(rec.offset, kFar);
+    for (uint64_t i = 0; i < items_.size(); ++i) {
+      std::string out;
+      Status s = r->Read(i, &out);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      EXPECT_EQ(out, items_[i].bytes) << i;
+    }
+  }
+  // Offsets and sizes past 2^32 are reported in full, not truncated.
+  Patch64(index_path(), RecordFieldAt(h, 3, kOffsetField), kFar - 10);
+  ResealIndex(index_path());
+  {
+    std::unique_ptr<Reader> r = MustOpen();
+    ASSERT_NE(r, nullptr);
+    std::string out;
+    Status s = r->Read(3, &out);
+    EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+    EXPECT_TRUE(Contains(s.message(), "record 3 'dog/x.jpg': offset " +
+                                          std::to_string(kFar - 10) +
+                                          " + length 3000 lies outside the "
+                                          "data area [64, " +
+                                          std::to_string(kFar + 1) + ")"));
+    EXPECT_TRUE(out.empty());
+  }
+  // A record inside the file past 4 GiB whose bytes are a hole: the
+  // checksum fails, zeros are never returned as the record.
+  Patch64(index_path(), RecordFieldAt(h, 3, kOffsetField), kFar - 3000);
+  ResealIndex(index_path());
+  {
+    std::unique_ptr<Reader> r = MustOpen();
+    ASSERT_NE(r, nullptr);
+    std::string out;
+    Status s = r->Read(3, &out);
+    EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+    EXPECT_TRUE(Contains(s.message(), data_path() +
+                                          ": record 3 'dog/x.jpg' at offset " +
+                                          std::to_string(kFar - 3000) +
+                                          " + 3000: checksum mismatch"));
+    EXPECT_TRUE(out.empty());
+  }
+}
+
+// SLOW: about 10 s and 4 GiB of memory (the record is read into one
+// buffer, twice).  The data file is sparse, so it needs no disk space.
+// Skipped where memory or sparse files are lacking.
+TEST_F(ReaderTest, RecordLargerThan4GiBReadsBackExactly) {
+  constexpr uint64_t kLength = (4ull << 30) + 3;
+  if (!test::SupportsSparseFiles(dir())) {
+    GTEST_SKIP() << dir() << ": the file system has no sparse files";
+  }
+  const uint64_t available = test::AvailableMemoryBytes();
+  if (available < kLength + (2ull << 30)) {
+    GTEST_SKIP() << "needs " << ((kLength >> 30) + 2) << " GiB of memory, "
+                 << (available >> 20) << " MiB available";
+  }
+  // The expected bytes: zeros with a mark at each end, in an anonymous
+  // mapping, so that only the two marked pages take memory.
+  void* map = ::mmap(nullptr, kLength, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ASSERT_NE(map, MAP_FAILED);
+  std::unique_ptr<void, std::function<void(void*)>> unmap(
+      map, [](void* p) { ::munmap(p, kLength); });
+  char* want = static_cast<char*>(map);
+  std::memcpy(want, "head", 4);
+  std::memcpy(want + kLength - 4, "tail", 4);
+  const uint64_t checksum = Checksum64(want, kLength);
+
+  // Record 3 becomes the big record, right after the existing ones;
+  // record 4 moves past it, beyond 4 GiB.
+  const IndexHeader h = ReadIndexHeader(index_path());
+  const std::string data = test::ReadFile(data_path());
+  const uint64_t big_at = data.size();
+  const uint64_t y_at = big_at + kLength;
+  ASSERT_TRUE(WriteSparseFile(data_path(), y_at + 1,
+                              {{0, data},
+                               {big_at, "head"},
+                               {big_at + kLength - 4, "tail"},
+                               {y_at, items_[4].bytes}}));
+  Patch64(index_path(), RecordFieldAt(h, 3, kOffsetField), big_at);
+  Patch64(index_path(), RecordFieldAt(h, 3, 8), kLength);  // stored length
+  Patch64(index_path(), RecordFieldAt(h, 3, kOriginalLengthField), kLength);
+  Patch64(index_path(), RecordFieldAt(h, 3, kChecksumField), checksum);
+  Patch64(index_path(), RecordFieldAt(h, 4, kOffsetField), y_at);
+  Patch64(index_path(), 64, y_at + 1);  // header: data size
+  ResealIndex(index_path());
+
+  {
+    std::unique_ptr<Reader> r = MustOpen();
+    ASSERT_NE(r, nullptr);
+    ASSERT_TRUE(r->CheckIndex().ok());
+    Record rec;
+    ASSERT_TRUE(r->GetRecord(3, &rec).ok());
+    EXPECT_EQ(rec.original_length, kLength);
+    std::string out;
+    Status s = r->Read(3, &out);  // checksum verified (the default)
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_EQ(out.size(), kLength);
+    EXPECT_EQ(out.substr(0, 4), "head");
+    EXPECT_EQ(out.substr(kLength - 4), "tail");
+    EXPECT_EQ(std::memcmp(out.data(), want, kLength), 0);
+    std::string().swap(out);
+    ASSERT_TRUE(r->Read(4, &out).ok());
+    EXPECT_EQ(out, items_[4].bytes);
+  }
+  // One damaged byte at the very end of the big record: Corruption, and
+  // nothing returned.
+  test::FlipByte(data_path(), big_at + kLength - 1);
+  std::unique_ptr<Reader> r = MustOpen();
+  ASSERT_NE(r, nullptr);
+  std::string out;
+  Status s = r->Read(3, &out);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(), "record 3 'dog/x.jpg' at offset " +
+                                        std::to_string(big_at) + " + " +
+                                        std::to_string(kLength) +
+                                        ": checksum mismatch"));
+  EXPECT_TRUE(out.empty());
 }
 
 }  // namespace

@@ -17,8 +17,12 @@
 // the temporary files are removed.  A crash (kill -9) can leave temporary
 // files behind: they are named ".data.ufs.tmp-*" and ".index.ufs.tmp-*",
 // are ignored by readers, and are removed by the next build into that
-// directory.  A crash between the two renames leaves a new data.ufs beside
-// the old index.ufs; the pack ids differ, so Reader::Open refuses the pair.
+// directory.  Before the renames the previous data.ufs is hard-linked as
+// .data.ufs.prev (removed once index.ufs is in place): a failed index
+// rename renames it back, and after a crash between the two renames
+// Reader::Open pairs the previous index.ufs with it (the new data.ufs has
+// another pack id) and the next build restores it.  So every crash leaves
+// the previous pack, the new pack, or (no previous pack) nothing that opens.
 //
 // Concurrency: one build at a time per output directory, enforced with an
 // flock(2) on the directory; a second build fails with InvalidArgument.

@@ -62,6 +62,10 @@ inline constexpr bool FormatHasZstdRecords(uint32_t version) {
 // File names inside a pack directory.
 inline constexpr char kDataFileName[] = "data.ufs";
 inline constexpr char kIndexFileName[] = "index.ufs";
+// The previous data.ufs, hard-linked here while a build publishes its pair
+// (see docs/format.md, "Publishing a pack"): a build killed between its two
+// renames leaves the previous index.ufs complete with this file.
+inline constexpr char kPrevDataFileName[] = ".data.ufs.prev";
 
 // Label of every record in a flat pack (a pack with no classes).
 inline constexpr uint32_t kNoLabel = 0xFFFFFFFFu;

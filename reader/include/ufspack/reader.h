@@ -144,7 +144,9 @@ class UFSPACK_EXPORT Reader {
   // Reads record `i`'s original bytes into dst[0, original_length) and sets
   // *length.  REQUIRES: capacity >= original_length (else InvalidArgument;
   // GetRecord() tells the size).  Exactly one pread(2) for raw records; the
-  // caller's buffer receives the bytes directly.
+  // caller's buffer receives the bytes directly.  On any error *length is
+  // left as it was and dst[0, original_length) is zeroed: never a part of
+  // the record, never bytes that failed their checksum.
   Status Read(uint64_t i, char* dst, size_t capacity, size_t* length) const;
 
   // As above, resizing *out to the record's length.
@@ -157,7 +159,9 @@ class UFSPACK_EXPORT Reader {
   // Reads `count` records into one buffer.  With threads > 1 the reads are
   // spread over that many threads of the process-wide pool (ParallelFor in
   // ufspack/parallel.h): several reads in flight.  The first error stops the
-  // batch and leaves *out empty.
+  // batch and leaves *out empty.  As in Read(), a compressed record's length
+  // is trusted only once its frame confirms it: the frames are read and
+  // checked before *out is sized.
   Status ReadBatch(const uint64_t* indices, size_t count, Batch* out,
                    int threads = 1) const;
 
