@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The README's second command: installs the dependencies, builds everything
-# with the tests, and runs the whole test suite.
+# with the tests, and runs the whole test suite: the plain build's suite, then
+# the sanitizer suites (scripts/sanitize.sh: ASan+UBSan and TSan builds of the
+# C++ suite, the Python suite against the ASan build of the extension).
 #
 #   bash scripts/test.sh
+#   UFSPACK_SKIP_SANITIZERS=1 bash scripts/test.sh    # plain suite only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -12,3 +15,8 @@ bash scripts/install-deps.sh
 bash scripts/build.sh -DUFSPACK_BUILD_TESTS=ON -DUFSPACK_BUILD_BENCHMARKS=ON
 echo "== C++ tests (ctest)"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)"
+
+if [ "${UFSPACK_SKIP_SANITIZERS:-0}" != 1 ]; then
+  echo "== sanitizer suites (scripts/sanitize.sh; UFSPACK_SKIP_SANITIZERS=1 skips them)"
+  bash scripts/sanitize.sh all
+fi
