@@ -98,8 +98,9 @@ Status MakeDirs(const std::string& path) {
   return Status::OK();
 }
 
-// Creates a new file `dir`/`prefix`XXXXXXXX (8 random characters from a-z0-9) with O_EXCL and
-// mode 0666 & ~umask, the permissions any other new file would get.
+// Creates a new file `dir`/`prefix`XXXXXXXX (8 random characters from a-z0-9)
+// with O_EXCL and mode 0666 & ~umask, the permissions any other new file would
+// get.
 Status CreateTemp(const std::string& dir, const char* prefix, int* fd,
                   std::string* path) {
   static const char kChars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
