@@ -255,6 +255,21 @@ void RemoveAll(const std::string& path) {
   if (at.ok()) RemoveAllAt(at.fd(), at.name());
 }
 
+std::vector<std::string> PackTempFiles(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n.rfind(".data.ufs.tmp-", 0) == 0 ||
+        n.rfind(".index.ufs.tmp-", 0) == 0 || n == ".data.ufs.prev") {
+      out.push_back(n);
+    }
+  }
+  closedir(d);
+  return out;
+}
+
 void FlipByte(const std::string& path, uint64_t offset, uint8_t mask) {
   int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) Die("open " + path);

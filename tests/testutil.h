@@ -39,6 +39,10 @@ void MakeDirs(const std::string& path);
 void Symlink(const std::string& target, const std::string& link);
 void RemoveAll(const std::string& path);
 
+// Names of the files a build keeps beside a pack while it writes and
+// publishes it (.data.ufs.tmp-*, .index.ufs.tmp-*, .data.ufs.prev) in `dir`.
+std::vector<std::string> PackTempFiles(const std::string& dir);
+
 // XORs `mask` into the byte at `offset` of `path`.
 void FlipByte(const std::string& path, uint64_t offset, uint8_t mask = 0x01);
 // Truncates `path` to `size` bytes.

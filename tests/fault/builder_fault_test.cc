@@ -61,22 +61,6 @@ bool Contains(const Status& s, const std::string& what) {
   return Contains(s.ToString(), what);
 }
 
-// Names of temporary pack files in `dir`.
-std::vector<std::string> TempFiles(const std::string& dir) {
-  std::vector<std::string> out;
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return out;
-  while (dirent* e = readdir(d)) {
-    std::string n = e->d_name;
-    if (n.rfind(".data.ufs.tmp-", 0) == 0 ||
-        n.rfind(".index.ufs.tmp-", 0) == 0 || n == kPrevDataFileName) {
-      out.push_back(n);
-    }
-  }
-  closedir(d);
-  return out;
-}
-
 // Every record of the pack at `dir` by name, read through the Reader
 // (checksums verified).  Empty error string on success.
 std::string ReadPack(const std::string& dir,
@@ -112,7 +96,7 @@ void ExpectPackEqualsTree(const std::string& out, const std::string& src) {
         << name << ": " << it->second.size() << " bytes packed, "
         << bytes.size() << " on disk";
   }
-  EXPECT_TRUE(TempFiles(out).empty());
+  EXPECT_TRUE(test::PackTempFiles(out).empty());
 }
 
 BuildOptions Flat(int threads = 4) {
@@ -149,7 +133,7 @@ void ExpectPreviousIntact(const TempDir& t, const PreviousPack& prev) {
   ASSERT_EQ(ReadPack(t / "out", &recs), "");
   ASSERT_EQ(recs.size(), 2u);
   EXPECT_EQ(recs["first.bin"], "first");
-  EXPECT_TRUE(TempFiles(t / "out").empty());
+  EXPECT_TRUE(test::PackTempFiles(t / "out").empty());
 }
 
 // A tree of `n` files of assorted sizes (0 .. ~300 KB) under `root`.
@@ -403,7 +387,8 @@ TEST(BuilderFaultTest, RealUnreadableFileFailsOrIsSkipped) {
         s.ToString());
     CHILD_CHECK(r, ReadFile(t / "out/data.ufs") == data, "data.ufs changed");
     CHILD_CHECK(r, ReadFile(t / "out/index.ufs") == index, "index.ufs changed");
-    CHILD_CHECK(r, TempFiles(t / "out").empty(), "temporary files left");
+    CHILD_CHECK(r, test::PackTempFiles(t / "out").empty(),
+                "temporary files left");
 
     // The CLI: exit status 1, the file and the reason on stderr.
     test::CommandResult cli = test::RunCli(
@@ -412,7 +397,8 @@ TEST(BuilderFaultTest, RealUnreadableFileFailsOrIsSkipped) {
     CHILD_CHECK(r, Contains(cli.err, t / "src/d1/f4.bin"), cli.err);
     CHILD_CHECK(r, Contains(cli.err, std::strerror(EACCES)), cli.err);
     CHILD_CHECK(r, ReadFile(t / "out/data.ufs") == data, "data.ufs changed");
-    CHILD_CHECK(r, TempFiles(t / "out").empty(), "temporary files left");
+    CHILD_CHECK(r, test::PackTempFiles(t / "out").empty(),
+                "temporary files left");
 
     BuildOptions o = Flat();
     o.skip_unreadable = true;
@@ -587,7 +573,7 @@ void CheckChangedWhileRead(const TempDir& t, const std::string& victim,
   }
   EXPECT_EQ(test::FileSize(t / "out/data.ufs"),
             DataHeader::kEncodedLength + total);
-  EXPECT_TRUE(TempFiles(t / "out").empty());
+  EXPECT_TRUE(test::PackTempFiles(t / "out").empty());
 }
 
 // Small files are read whole: read 0 returns every byte, read 1 sees the
@@ -837,7 +823,8 @@ TEST(BuilderFaultTest, RealEnospcOnASmallTmpfs) {
       CHILD_CHECK(
           r, err.empty() && recs.size() == 2 && recs["first.bin"] == "first",
           when + ": " + err);
-      CHILD_CHECK(r, TempFiles(out).empty(), when + ": temporary files left");
+      CHILD_CHECK(r, test::PackTempFiles(out).empty(),
+                  when + ": temporary files left");
     };
 
     s = BuildPack(t / "src", out, Flat(), &summary);
@@ -860,7 +847,7 @@ TEST(BuilderFaultTest, RealEnospcOnASmallTmpfs) {
     std::unique_ptr<Reader> reader;
     Status open = Reader::Open(tiny + "/fresh", ReaderOptions(), &reader);
     CHILD_CHECK(r, open.IsNotFound(), open.ToString());
-    CHILD_CHECK(r, TempFiles(tiny + "/fresh").empty(),
+    CHILD_CHECK(r, test::PackTempFiles(tiny + "/fresh").empty(),
                 "temporary files left in fresh");
     umount(tiny.c_str());
     return r;

@@ -44,22 +44,6 @@ using test::ReadFile;
 using test::TempDir;
 using test::WriteFile;
 
-// Names of temporary pack files in `dir`.
-std::vector<std::string> TempFiles(const std::string& dir) {
-  std::vector<std::string> out;
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return out;
-  while (dirent* e = readdir(d)) {
-    std::string n = e->d_name;
-    if (n.rfind(".data.ufs.tmp-", 0) == 0 ||
-        n.rfind(".index.ufs.tmp-", 0) == 0) {
-      out.push_back(n);
-    }
-  }
-  closedir(d);
-  return out;
-}
-
 std::string Show(const std::string& s) {
   std::string out;
   for (unsigned char c : s) {
@@ -200,7 +184,7 @@ void BuildAndVerify(const std::string& src, const std::string& out,
   EXPECT_EQ(summary->bytes_out, test::FileSize(out + "/data.ufs"));
   EXPECT_EQ(summary->index_bytes, test::FileSize(out + "/index.ufs"));
   EXPECT_EQ(summary->pack_id, reader->info().pack_id);
-  EXPECT_TRUE(TempFiles(out).empty());
+  EXPECT_TRUE(test::PackTempFiles(out).empty());
 }
 
 BuildOptions Options(int threads = 8) {
@@ -296,7 +280,7 @@ TEST(PackWriterTest, WritesClassesAndRecords) {
   EXPECT_EQ(w->record_count(), 3u);
   PackId id;
   ASSERT_TRUE(w->Finish(&id).ok());
-  EXPECT_TRUE(TempFiles(t / "out").empty());
+  EXPECT_TRUE(test::PackTempFiles(t / "out").empty());
 
   std::vector<PackRecord> recs;
   std::unique_ptr<Reader> reader;
@@ -346,7 +330,7 @@ TEST(PackWriterTest, LabelsMustNotDecreaseAndErrorIsSticky) {
   w.reset();
   EXPECT_FALSE(test::Exists(t / "out/index.ufs"));
   EXPECT_FALSE(test::Exists(t / "out/data.ufs"));
-  EXPECT_TRUE(TempFiles(t / "out").empty());
+  EXPECT_TRUE(test::PackTempFiles(t / "out").empty());
 }
 
 TEST(PackWriterTest, LabelMustBeADeclaredClass) {
@@ -393,7 +377,7 @@ TEST(PackWriterTest, DuplicateNameFailsFinish) {
   EXPECT_NE(s.ToString().find("same"), std::string::npos) << s.ToString();
   w.reset();
   EXPECT_FALSE(test::Exists(t / "out/index.ufs"));
-  EXPECT_TRUE(TempFiles(t / "out").empty());
+  EXPECT_TRUE(test::PackTempFiles(t / "out").empty());
 }
 
 TEST(PackWriterTest, FinishTwiceFails) {
@@ -491,10 +475,10 @@ TEST(PackWriterTest, SecondWriterOnSameDirectoryFails) {
   s = BuildPack(t / "src", t / "out", Options(), &summary);
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
   // The first writer's temp files survive the failed attempts...
-  EXPECT_EQ(TempFiles(t / "out").size(), 2u);
+  EXPECT_EQ(test::PackTempFiles(t / "out").size(), 2u);
   // ...and once it is gone the directory is free again.
   w1.reset();
-  EXPECT_TRUE(TempFiles(t / "out").empty());
+  EXPECT_TRUE(test::PackTempFiles(t / "out").empty());
   ASSERT_TRUE(PackWriter::Create(t / "out", PackWriterOptions(), &w2).ok());
 }
 
@@ -509,7 +493,7 @@ TEST(PackWriterTest, StaleTempFilesAreRemoved) {
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_FALSE(test::Exists(t / "out/.data.ufs.tmp-abc"));
   EXPECT_FALSE(test::Exists(t / "out/.index.ufs.tmp-xyz"));
-  EXPECT_TRUE(TempFiles(t / "out").empty());
+  EXPECT_TRUE(test::PackTempFiles(t / "out").empty());
   EXPECT_EQ(ReadFile(t / "out/keep.txt"), "mine");
 }
 
@@ -527,9 +511,9 @@ TEST(PackWriterTest, AbandonKeepsThePreviousPack) {
   w.reset();  // a finished writer keeps the directory locked until destroyed
   ASSERT_TRUE(PackWriter::Create(t / "out", o, &w).ok());
   ASSERT_TRUE(w->Add("new", kNoLabel, "new bytes").ok());
-  EXPECT_EQ(TempFiles(t / "out").size(), 2u);
+  EXPECT_EQ(test::PackTempFiles(t / "out").size(), 2u);
   w->Abandon();
-  EXPECT_TRUE(TempFiles(t / "out").empty());
+  EXPECT_TRUE(test::PackTempFiles(t / "out").empty());
   EXPECT_FALSE(w->Finish().ok());
   w.reset();
   EXPECT_EQ(ReadFile(t / "out/data.ufs"), data);
@@ -592,7 +576,7 @@ TEST(BuildPackTest, BadArguments) {
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
   EXPECT_NE(s.ToString().find("empty"), std::string::npos) << s.ToString();
   EXPECT_FALSE(test::Exists(t / "out/index.ufs"));
-  EXPECT_TRUE(TempFiles(t / "out").empty());
+  EXPECT_TRUE(test::PackTempFiles(t / "out").empty());
 }
 
 TEST(BuildPackTest, AllowEmptyClass) {
@@ -725,7 +709,7 @@ void ExpectFirstPackIntact(const TempDir& t, const std::string& data,
   ASSERT_TRUE(ReadPack(t / "out", &recs));
   ASSERT_EQ(recs.size(), 2u);
   EXPECT_EQ(recs[0].bytes, "first");
-  EXPECT_TRUE(TempFiles(t / "out").empty());
+  EXPECT_TRUE(test::PackTempFiles(t / "out").empty());
 }
 
 TEST(BuildPackTest, FifoFailsTheBuildAndKeepsThePreviousPack) {
@@ -802,7 +786,7 @@ TEST(BuildPackTest, SymlinkToAFifoFails) {
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.ToString().find("a/2.jpg"), std::string::npos) << s.ToString();
   EXPECT_FALSE(test::Exists(t / "out/index.ufs"));
-  EXPECT_TRUE(TempFiles(t / "out").empty());
+  EXPECT_TRUE(test::PackTempFiles(t / "out").empty());
 }
 
 TEST(BuildPackTest, CancelLeavesThePreviousPack) {
@@ -913,7 +897,7 @@ TEST(BuildPackTest, FlatOutputIsTheSourceRoot) {
     EXPECT_EQ(recs[0].name, "a.jpg");
     EXPECT_EQ(recs[1].name, "d/b.txt");
     EXPECT_EQ(summary.skipped, 0u);
-    EXPECT_TRUE(TempFiles(t / "src").empty());
+    EXPECT_TRUE(test::PackTempFiles(t / "src").empty());
   }
 }
 
@@ -1391,7 +1375,7 @@ TEST(BuildPackTest, EmptyTreeIsAnErrorButAnEmptyFlatPackIsValid) {
       << s.ToString();
   EXPECT_FALSE(test::Exists(t / "out/index.ufs"));
   EXPECT_FALSE(test::Exists(t / "out/data.ufs"));
-  EXPECT_TRUE(TempFiles(t / "out").empty());
+  EXPECT_TRUE(test::PackTempFiles(t / "out").empty());
 
   // Flat: no files (or none that match) is an empty pack, not an error.
   WriteFile(t / "src/readme.txt", "not an image");

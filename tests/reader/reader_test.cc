@@ -1958,65 +1958,6 @@ TEST_F(ReaderTest, EveryDataByteFlipIsCaught) {
 // Concurrency, fork and replacement
 // ---------------------------------------------------------------------------
 
-TEST(ReaderConcurrencyTest, EightThreadsReadTheSameBytesAsSerial) {
-  TempDir tmp;
-  PackWriterOptions options;
-  options.compress = true;
-  const std::vector<Item> items = ManyItems(200);
-  ASSERT_TRUE(WritePack(tmp / "p", StandardClasses(), items, options).ok());
-  std::unique_ptr<Reader> r;
-  ASSERT_TRUE(OpenPack(tmp / "p", &r).ok());
-
-  std::vector<std::string> serial(items.size());
-  for (uint64_t i = 0; i < items.size(); ++i) {
-    ASSERT_TRUE(r->Read(i, &serial[i]).ok());
-    ASSERT_EQ(serial[i], items[i].bytes);
-  }
-
-  constexpr int kThreads = 8;
-  std::atomic<int> mismatches{0};
-  std::atomic<int> errors{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t]() {
-      std::vector<uint64_t> order(items.size());
-      std::iota(order.begin(), order.end(), 0);
-      if (t % 2 == 1) std::reverse(order.begin(), order.end());
-      if (t >= 2) {
-        std::mt19937 rng(static_cast<unsigned>(t));
-        std::shuffle(order.begin(), order.end(), rng);
-      }
-      std::string out;
-      std::vector<char> buf;
-      for (int pass = 0; pass < 3; ++pass) {
-        for (uint64_t i : order) {
-          Status s;
-          if ((i + t) % 2 == 0) {
-            s = r->Read(i, &out);
-          } else {
-            buf.resize(serial[i].size() + 1);
-            size_t length = 0;
-            s = r->Read(i, buf.data(), buf.size(), &length);
-            out.assign(buf.data(), s.ok() ? length : 0);
-          }
-          if (!s.ok()) {
-            errors.fetch_add(1);
-          } else if (out != serial[i]) {
-            mismatches.fetch_add(1);
-          }
-          uint64_t found = 0;
-          if (!r->Find(items[i].name, &found).ok() || found != i) {
-            mismatches.fetch_add(1);
-          }
-        }
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  EXPECT_EQ(errors.load(), 0);
-  EXPECT_EQ(mismatches.load(), 0);
-}
-
 TEST_F(ReaderTest, ForkedChildReadsThroughReaderOpenedBeforeFork) {
   std::unique_ptr<Reader> r = MustOpen();
   ASSERT_NE(r, nullptr);
