@@ -500,8 +500,10 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, Batch* out,
   // what one buffer can hold (or wrap around): refuse before allocating.
   const uint64_t limit = static_cast<uint64_t>(out->data.max_size());
   uint64_t total = 0;
+  bool any_zstd = false;
   for (size_t k = 0; k < count; ++k) {
     UFSPACK_RETURN_IF_ERROR(GetRecord(indices[k], &records[k]));
+    any_zstd |= records[k].codec == Codec::kZstd;
     offsets[k] = total;
     if (records[k].original_length > limit - total) {
       return Status::InvalidArgument(
@@ -541,14 +543,18 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, Batch* out,
   // read and checked before the batch buffer is sized, so a damaged index
   // cannot make that buffer 32768 times the data the records point at.
   // Still one pread per record; the frames are held until decompressed.
-  std::vector<std::string> frames(count);
-  Status s = for_each([&](size_t k) -> Status {
-    const Record& r = records[k];
-    if (r.codec != Codec::kZstd) return Status::OK();
-    frames[k].resize(static_cast<size_t>(r.stored_length));
-    UFSPACK_RETURN_IF_ERROR(ReadStored(r, frames[k].data()));
-    return CheckFrameSize(data_->name(), r, frames[k].data());
-  });
+  // A batch of raw records (the usual case) skips this pass.
+  std::vector<std::string> frames(any_zstd ? count : 0);
+  Status s;
+  if (any_zstd) {
+    s = for_each([&](size_t k) -> Status {
+      const Record& r = records[k];
+      if (r.codec != Codec::kZstd) return Status::OK();
+      frames[k].resize(static_cast<size_t>(r.stored_length));
+      UFSPACK_RETURN_IF_ERROR(ReadStored(r, frames[k].data()));
+      return CheckFrameSize(data_->name(), r, frames[k].data());
+    });
+  }
   if (s.ok()) {
     out->offsets = std::move(offsets);
     out->data.resize(static_cast<size_t>(total));
