@@ -301,16 +301,8 @@ class MyImageFolder(_Base):
         reader = self._pack._handle.get()
         if self.on_error != "raise":
             return self._getitems_guarded(reader, ks, recs)
-        if self._custom_loader is not None or self.output == "bytes":
-            samples = reader.read_batch(recs, self.decode_threads)
-            if self._custom_loader is not None:
-                samples = [self._custom_loader(b) for b in samples]
-        else:
-            decoded = reader.read_decode_batch(recs, self.decode_threads)
-            samples = [
-                self._finish(arr, raw, reader, r) for (arr, raw), r in zip(decoded, recs)
-            ]
-        return [self._transformed(sample, reader, r) for sample, r in zip(samples, recs)]
+        loaded = self._read_batch(reader, recs)
+        return [self._transformed(self._convert(x, reader, r), reader, r) for x, r in zip(loaded, recs)]
 
     # --- bad samples (on_error="skip" / "substitute") ------------------------
 
@@ -319,10 +311,7 @@ class MyImageFolder(_Base):
         stops at the first damaged record, so a batch holding one is redone
         sample by sample."""
         try:
-            if self._custom_loader is not None or self.output == "bytes":
-                loaded = reader.read_batch(recs, self.decode_threads)
-            else:
-                loaded = reader.read_decode_batch(recs, self.decode_threads)
+            loaded = self._read_batch(reader, recs)
         except _core.CorruptPackError:
             loaded = None
         out = []
@@ -344,10 +333,7 @@ class MyImageFolder(_Base):
         ``_BadSample``; everything else propagates."""
         rec = self._record_of(k)
         try:
-            if self._custom_loader is not None or self.output == "bytes":
-                loaded = reader.read(rec)
-            else:
-                loaded = reader.read_decode(rec)
+            loaded = self._read(reader, rec)
         except _core.CorruptPackError as e:
             raise _BadSample(k, e) from e
         return self._convert_guarded(k, loaded, reader, rec)
@@ -356,11 +342,7 @@ class MyImageFolder(_Base):
         """Bytes (or a ``read_decode`` result) to the sample; a decoder or
         ``loader`` failure becomes ``_BadSample``."""
         try:
-            if self._custom_loader is not None:
-                return self._custom_loader(loaded)
-            if self.output == "bytes":
-                return loaded
-            return self._finish(loaded[0], loaded[1], reader, rec)
+            return self._convert(loaded, reader, rec)
         except Exception as e:
             raise _BadSample(k, e) from e
 
@@ -427,13 +409,29 @@ class MyImageFolder(_Base):
                 msg += f"Supported extensions are: {', '.join(IMG_EXTENSIONS)}"
             raise FileNotFoundError(msg)
 
-    def _load(self, reader: _core.Reader, rec: int) -> Any:
+    # Loading a sample is a read (the file's bytes, or, when the sample is
+    # decoded here, read_decode's (pixels or None, bytes)) then _convert.
+
+    def _decodes(self) -> bool:
+        return self._custom_loader is None and self.output != "bytes"
+
+    def _read(self, reader: _core.Reader, rec: int) -> Any:
+        return reader.read_decode(rec) if self._decodes() else reader.read(rec)
+
+    def _read_batch(self, reader: _core.Reader, recs: List[int]) -> list:
+        if self._decodes():
+            return reader.read_decode_batch(recs, self.decode_threads)
+        return reader.read_batch(recs, self.decode_threads)
+
+    def _convert(self, loaded: Any, reader: _core.Reader, rec: int) -> Any:
         if self._custom_loader is not None:
-            return self._custom_loader(reader.read(rec))
+            return self._custom_loader(loaded)
         if self.output == "bytes":
-            return reader.read(rec)
-        arr, raw = reader.read_decode(rec)
-        return self._finish(arr, raw, reader, rec)
+            return loaded
+        return self._finish(loaded[0], loaded[1], reader, rec)
+
+    def _load(self, reader: _core.Reader, rec: int) -> Any:
+        return self._convert(self._read(reader, rec), reader, rec)
 
     def _finish(self, arr: Optional[np.ndarray], raw: Optional[bytes], reader: _core.Reader, rec: int) -> Any:
         if arr is None:
