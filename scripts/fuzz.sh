@@ -16,6 +16,16 @@
 # oom-*, slow-unit-*): copy each into tests/fuzz/regressions/ once fixed.
 # Exits non-zero if the fuzzer found something.
 set -euo pipefail
+case "${1:-}" in
+  -h|--help)
+    sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+    exit 0 ;;
+  ''|*[!0-9]*)
+    if [ -n "${1:-}" ]; then
+      echo "fuzz.sh: seconds must be a whole number, not '$1' (see --help)" >&2
+      exit 2
+    fi ;;
+esac
 cd "$(dirname "$0")/.."
 SECONDS_TO_RUN=${1:-600}
 BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
