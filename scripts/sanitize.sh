@@ -31,6 +31,9 @@
 #                         tests the CMake package, not the code
 #   pytest                (asan tree) run by `pyasan` instead, which can preload
 #                         the ASan runtime into the uninstrumented python3
+#
+# The suites were validated with the Debian package versions listed in
+# tests/sanitizers/validated-versions.txt; any that differ are printed first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,6 +57,28 @@ EXCLUDE='^(pip_install|bench_peers|install_find_package|pytest)$'
 #     with die_after_fork=0 its thread registry still holds the parent's
 #     threads and it dies on "dup thread with used id").  Runs under ASan.
 TSAN_EXCLUDE='^(pip_install|bench_peers|install_find_package|pytest|ReaderTest\.RecordLargerThan4GiBReadsBackExactly|RoundTripTest\.SparseSourceLargerThan4GiBRoundTrips|ParallelForTest\.WorksInAForkedChildWhileTheParentIsBusy)$'
+
+# The third-party versions the suites were validated with
+# (tests/sanitizers/validated-versions.txt): prints every installed version
+# that differs, so a report is read against what was validated.  A
+# difference is not a failure by itself: a Debian point release may bring
+# one, and the suites then say whether it matters.
+VERSION_NOTE=""
+check_versions() {
+  local pkg want have diffs=""
+  while read -r pkg want; do
+    case $pkg in ''|'#'*) continue ;; esac
+    have=$(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null || true)
+    [ "$have" = "$want" ] || diffs+="  $pkg: validated with $want, installed: ${have:-none}"$'\n'
+  done < "$SUPP_DIR/validated-versions.txt"
+  if [ -n "$diffs" ]; then
+    VERSION_NOTE="sanitize: third-party versions differ from tests/sanitizers/validated-versions.txt:"$'\n'"$diffs"
+    printf '%s' "$VERSION_NOTE"
+  else
+    echo "sanitize: third-party versions as validated (tests/sanitizers/validated-versions.txt)"
+  fi
+}
+command -v dpkg-query >/dev/null 2>&1 && check_versions
 
 configure_build() {  # <dir> <sanitizers> <cmake args>...
   local dir=$1 san=$2; shift 2
@@ -175,5 +200,10 @@ for s in "${suites[@]}"; do
     *) echo "usage: $0 [asan|tsan|pyasan|all]..." >&2; exit 2 ;;
   esac
 done
-[ $status -eq 0 ] && echo "sanitize: all clean" || echo "sanitize: FAILED" >&2
+if [ $status -eq 0 ]; then
+  echo "sanitize: all clean"
+else
+  [ -n "$VERSION_NOTE" ] && printf '%s' "$VERSION_NOTE" >&2
+  echo "sanitize: FAILED" >&2
+fi
 exit $status

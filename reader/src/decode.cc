@@ -33,6 +33,7 @@
 
 #include <cstring>
 #include <exception>
+#include <mutex>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -191,6 +192,46 @@ Status DecodeJpeg(const void* data, size_t size, uint64_t max_pixels,
 // OpenCV (PNG, BMP, PNM)
 // ---------------------------------------------------------------------------
 
+// OpenCV 4.6 builds imdecode's codec registry (ImageCodecInitializer: one
+// decoder object per format, GDAL's driver registration among them) in a
+// function-local static on first use.  That construction is thread-safe, but
+// the check that skips it once done is an inline load of the guard byte in
+// uninstrumented libopencv_imgcodecs (getCodecs(): `movzbl guard; test; je
+// slow path`), so ThreadSanitizer sees no happens-before edge between the
+// thread that built the registry and a later thread that reads a decoder's
+// signature in it (memcmp in checkSignature): the report of issue 10, a
+// false positive, since on x86-64 that load is an acquire.  Decoding a tiny
+// PNG once, under std::call_once (pthread_once, which TSan models), before
+// any other imdecode or cvtColor makes the ordering explicit for every thread
+// and keeps the one-time set-up out of the first real decode.
+void InitOpenCvOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // 1x1 RGB PNG (pixel 1,2,3), written by Pillow.
+    static const unsigned char kPng[] =
+        "\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR\x00\x00\x00\x01\x00\x00\x00"
+        "\x01\x08\x02\x00\x00\x00\x90\x77\x53\xde\x00\x00\x00\x0cIDAT\x78"
+        "\xda\x63\x60\x64\x62\x06\x00\x00\x0e\x00\x07\xe9\x92\x37\xd4\x00"
+        "\x00\x00\x00IEND\xae\x42\x60\x82";
+    try {
+      const cv::Mat buf(1, static_cast<int>(sizeof(kPng) - 1), CV_8U,
+                        const_cast<unsigned char*>(kPng));
+      cv::Mat img = cv::imdecode(buf, cv::IMREAD_UNCHANGED);
+      // The three conversions DecodeOpenCv uses, for whatever cvtColor
+      // sets up lazily (its dispatch tables, IPP/HAL state).
+      cv::Mat rgb;
+      if (!img.empty()) cv::cvtColor(img, rgb, cv::COLOR_BGR2RGB);
+      cv::cvtColor(cv::Mat(1, 1, CV_8UC1, cv::Scalar(0)), rgb,
+                   cv::COLOR_GRAY2RGB);
+      cv::cvtColor(cv::Mat(1, 1, CV_8UC4, cv::Scalar(0)), rgb,
+                   cv::COLOR_BGRA2RGB);
+    } catch (...) {
+      // Best effort: a failure here shows again, and is reported, on the
+      // real decode.
+    }
+  });
+}
+
 // Decodes with imdecode(IMREAD_UNCHANGED) and converts to RGB into the
 // output buffer.  `expect_w`/`expect_h` (from the header, or 0) must match.
 Status DecodeOpenCv(const char* format, const void* data, size_t size,
@@ -200,6 +241,7 @@ Status DecodeOpenCv(const char* format, const void* data, size_t size,
     return Status::NotSupported(std::string(format) +
                                 ": input too large for OpenCV");
   }
+  InitOpenCvOnce();
   try {
     const cv::Mat buf(1, static_cast<int>(size), CV_8U,
                       const_cast<void*>(data));
