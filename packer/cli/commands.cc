@@ -118,7 +118,11 @@ const char kLsHelp[] =
     "\n"
     "Lists the records' names (paths relative to the packed directory), one "
     "per\n"
-    "line, in pack order (ImageFolder order).  Names are printed as raw "
+    "line, in pack order (ImageFolder order).  As tar does in its listings, a\n"
+    "backslash is shown as \\\\ and control characters and bytes that are "
+    "not UTF-8\n"
+    "as \\xNN, so that every name is one line; --null and --json give the "
+    "exact\n"
     "bytes.\n"
     "\n"
     "Options:\n"
@@ -136,8 +140,12 @@ const char kCatHelp[] =
     "Usage: ufspack cat <pack> <name | #index>\n"
     "\n"
     "Writes one record's original bytes to standard output.  The record is\n"
-    "named by its path in the pack (as 'ufspack ls' shows it) or by its index\n"
-    "as #N.  Use --name or --index to say which when a name starts with '#'.\n"
+    "named by its path in the pack (as 'ufspack ls -0' gives it) or by its\n"
+    "index as #N.  A record whose name starts with '#' is named with --name "
+    "or\n"
+    "with a leading './' ('./#0'); '#N' that is also a record's name is "
+    "refused\n"
+    "as ambiguous.\n"
     "\n"
     "Options:\n"
     "      --name <name>    the record with this name\n"
@@ -523,6 +531,17 @@ int CmdLs(const Argv& argv) {
     }
     class_names[c] = ci.name;
   }
+  // Newline-terminated output escapes names (one line per record, like
+  // tar's listings); NUL-terminated output is for programs: exact bytes.
+  auto AppendName = [](std::string_view name, char terminator,
+                       std::string* out) {
+    if (terminator == '\0') {
+      out->append(name.data(), name.size());
+    } else {
+      *out += Printable(name);
+    }
+    out->push_back(terminator);
+  };
   std::string buf;
   if (json) buf += "[";
   for (uint64_t i = 0; i < reader->size(); ++i) {
@@ -556,11 +575,9 @@ int CmdLs(const Argv& argv) {
                     static_cast<unsigned long long>(r.original_length),
                     CodecName(r.codec));
       buf += line;
-      buf.append(r.name.data(), r.name.size());
-      buf.push_back(end);
+      AppendName(r.name, end, &buf);
     } else {
-      buf.append(r.name.data(), r.name.size());
-      buf.push_back(end);
+      AppendName(r.name, end, &buf);
     }
     if (buf.size() > (1 << 16)) {
       if (!WriteFd(1, buf).ok()) return kExitFailure;
@@ -599,21 +616,47 @@ int CmdCat(const Argv& argv) {
   Status s;
   std::string index_text;
   bool by_index = false;  // an empty --index is an error, not a name
+  // The positional "#N" form; a record may really be named "#N" (or "#x"),
+  // which --name or a leading "./" selects.
+  const std::string hash_form = args.positional().size() == 2 &&
+                                        args.positional()[1].size() > 1 &&
+                                        args.positional()[1][0] == '#'
+                                    ? args.positional()[1]
+                                    : std::string();
   if (args.Has("index")) {
     index_text = args.Get("index");
     by_index = true;
-  } else if (args.positional().size() == 2 && args.positional()[1].size() > 1 &&
-             args.positional()[1][0] == '#') {
-    index_text = args.positional()[1].substr(1);
+  } else if (!hash_form.empty()) {
+    index_text = hash_form.substr(1);
     by_index = true;
   }
   if (by_index) {
     if (!ParseUint(index_text, &index)) {
-      return Usage("cat", "'" + index_text + "' is not a record index");
+      std::string msg = "'" + Printable(index_text) + "' is not a record index";
+      if (!hash_form.empty()) {
+        msg += "; for a record named '" + Printable(hash_form) +
+               "' use --name '" + Printable(hash_form) + "' or './" +
+               Printable(hash_form) + "'";
+      }
+      return Usage("cat", msg);
+    }
+    uint64_t named = 0;
+    if (!hash_form.empty() && reader->Find(hash_form, &named).ok() &&
+        named != index) {
+      return Usage("cat", "'" + Printable(hash_form) + "' is both record " +
+                              std::to_string(index) +
+                              " and the name of record " +
+                              std::to_string(named) + ": say --index " +
+                              std::to_string(index) + " or --name '" +
+                              Printable(hash_form) + "'");
     }
   } else {
-    const std::string name =
+    std::string name =
         args.Has("name") ? args.Get("name") : args.positional()[1];
+    // "./x" names record "x": no record name starts with "./" (extract
+    // refuses '.' components), so this form is never ambiguous.
+    if (!args.Has("name") && name.size() > 2 && name.compare(0, 2, "./") == 0)
+      name.erase(0, 2);
     s = reader->Find(name, &index);
   }
   std::string bytes;
@@ -730,8 +773,11 @@ int CmdExtract(const Argv& argv) {
   if ((rc = OpenPack(args.positional()[0], {}, &reader)) != kExitOk) return rc;
   const uint64_t n = reader->size();
 
-  // Check every name before writing anything.
+  // Check every name before writing anything.  A repeated name or a lookup
+  // table that does not find a record is a damaged index (exit status 3, as
+  // verify says); an unsafe name in an intact index is refused (status 1).
   std::vector<std::string> refused;
+  bool corrupt = false;
   for (uint64_t i = 0; i < n; ++i) {
     Record r;
     Status s = reader->GetRecord(i, &r);
@@ -749,13 +795,17 @@ int CmdExtract(const Argv& argv) {
       uint64_t found = 0;
       Status fs = reader->Find(r.name, &found);
       if (fs.ok() && found != i) {
-        why = "same name as record " + std::to_string(found);
+        why = "corrupt index: same name as record " + std::to_string(found);
+        corrupt = true;
       } else if (!fs.ok() && !fs.IsNotFound()) {
         PrintError(fs);
         return ExitCodeFor(fs);
       } else if (!fs.ok()) {
-        why = "not in the name lookup table (damaged index?)";
+        why = "corrupt index: the name lookup table does not find it";
+        corrupt = true;
       }
+    } else {
+      why = "unsafe name: " + why;
     }
     if (!why.empty()) {
       refused.push_back("record " + std::to_string(i) + " '" +
@@ -764,15 +814,17 @@ int CmdExtract(const Argv& argv) {
   }
   if (!refused.empty()) {
     for (size_t k = 0; k < refused.size() && k < 20; ++k) {
-      std::fprintf(stderr, "ufspack: error: refusing unsafe name: %s\n",
-                   refused[k].c_str());
+      std::fprintf(stderr, "ufspack: error: refusing %s\n", refused[k].c_str());
     }
     if (refused.size() > 20) {
-      std::fprintf(stderr, "ufspack: error: ... and %zu more unsafe names\n",
+      std::fprintf(stderr, "ufspack: error: ... and %zu more refused names\n",
                    refused.size() - 20);
     }
-    std::fprintf(stderr, "ufspack: nothing extracted\n");
-    return kExitFailure;
+    std::fprintf(stderr, "ufspack: nothing extracted%s\n",
+                 corrupt ? " (the index is damaged: 'ufspack verify' lists "
+                           "every problem)"
+                         : "");
+    return corrupt ? kExitCorrupt : kExitFailure;
   }
 
   Status s = Status::OK();

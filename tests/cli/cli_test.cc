@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -409,7 +410,7 @@ TEST(CliExtract, RefusesTraversalAndAbsoluteNames) {
     const std::string out = tmp / "deep/out";
     CommandResult r = RunCli({"extract", pack, out});
     EXPECT_EQ(r.exit_code, 1) << bad;
-    EXPECT_TRUE(Contains(r.err, "refusing unsafe name")) << r.err;
+    EXPECT_TRUE(Contains(r.err, "unsafe name")) << r.err;
     EXPECT_TRUE(Contains(r.err, "nothing extracted")) << r.err;
     EXPECT_FALSE(test::Exists(out + "/good.jpg")) << bad;
     EXPECT_FALSE(test::Exists(tmp / "deep/evil.jpg"));
@@ -501,13 +502,13 @@ TEST(CliExtract, RefusesEveryUnsafeNameNamingTheRecord) {
   CommandResult r = RunCli({"extract", pack, out});
   EXPECT_EQ(r.exit_code, 1);
   const std::vector<std::string> expect = {
-      "record 1 '.': '.' path component",
-      "record 2 '..': '..' path component",
-      "record 3 'a/..': '..' path component",
-      "record 4 './a.jpg': '.' path component",
-      "record 5 'a\\x00b.jpg': contains a NUL byte",
-      "path component longer than 255 bytes",
-      "record 7 '/etc/passwd-ufspack-test': absolute path",
+      "record 1 '.': unsafe name: '.' path component",
+      "record 2 '..': unsafe name: '..' path component",
+      "record 3 'a/..': unsafe name: '..' path component",
+      "record 4 './a.jpg': unsafe name: '.' path component",
+      "record 5 'a\\x00b.jpg': unsafe name: contains a NUL byte",
+      "unsafe name: path component longer than 255 bytes",
+      "record 7 '/etc/passwd-ufspack-test': unsafe name: absolute path",
       "nothing extracted"};
   for (const std::string& e : expect) {
     EXPECT_TRUE(Contains(r.err, e)) << e << "\n" << r.err;
@@ -609,12 +610,116 @@ TEST(CliExtract, DuplicateNamesAreRefusedBeforeWritingAnything) {
     std::vector<std::string> args = {"extract", pack, out};
     if (force) args.push_back("--force");
     CommandResult r = RunCli(args);
-    EXPECT_EQ(r.exit_code, 1);
-    EXPECT_TRUE(Contains(r.err, "record 1 'a.jpg': same name as record 0"))
+    // A damaged index: exit status 3, as verify says.
+    EXPECT_EQ(r.exit_code, 3);
+    EXPECT_TRUE(Contains(
+        r.err, "record 1 'a.jpg': corrupt index: same name as record 0"))
         << r.err;
-    EXPECT_TRUE(Contains(r.err, "nothing extracted")) << r.err;
+    EXPECT_TRUE(Contains(r.err, "nothing extracted (the index is damaged"))
+        << r.err;
     EXPECT_FALSE(test::Exists(out + "/a.jpg"));
   }
+}
+
+// A lookup table emptied (checksums fixed) opens, but does not find the
+// records: verify and extract both call the pack corrupt (exit status 3).
+TEST(CliExtract, DamagedLookupTableIsCorruptionAsInVerify) {
+  TempDir tmp;
+  const std::string pack = tmp / "pack";
+  ASSERT_NO_FATAL_FAILURE(WriteNamedPack(pack, {"a.jpg", "b.jpg"}));
+  const std::string path = pack + "/index.ufs";
+  std::string index = test::ReadFile(path);
+  std::string_view in(index);
+  IndexHeader h;
+  ASSERT_TRUE(h.DecodeFrom(&in).ok());
+  ASSERT_GT(h.lookup.size, 0u);
+  std::fill(
+      index.begin() + static_cast<ptrdiff_t>(h.lookup.offset),
+      index.begin() + static_cast<ptrdiff_t>(h.lookup.offset + h.lookup.size),
+      '\0');
+  EncodeFixed64(&index[IndexHeader::kHeaderChecksumOffset - 8],
+                Checksum64(index.data() + IndexHeader::kEncodedLength,
+                           index.size() - IndexHeader::kEncodedLength));
+  EncodeFixed64(&index[IndexHeader::kHeaderChecksumOffset],
+                Checksum64(index.data(), IndexHeader::kHeaderChecksumOffset));
+  test::WriteFile(path, index);
+
+  CommandResult v = RunCli({"verify", pack});
+  EXPECT_EQ(v.exit_code, 3) << v.out;
+  CommandResult r = RunCli({"extract", pack, tmp / "out"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_TRUE(Contains(r.err,
+                       "record 0 'a.jpg': corrupt index: the name lookup "
+                       "table does not find it"))
+      << r.err;
+  EXPECT_FALSE(test::Exists(tmp / "out/a.jpg"));
+}
+
+// `ls` shows one line per record whatever the name holds, escaped as tar
+// escapes its listings; --null and --json keep the exact bytes.
+TEST(CliLs, EscapesControlCharactersOneLinePerRecord) {
+  TempDir tmp;
+  const std::string pack = tmp / "pack";
+  const std::vector<std::string> names = {"a\nb.jpg", "tab\t.jpg",
+                                          "back\\slash.jpg", "\xff.jpg",
+                                          "caf\xc3\xa9.jpg"};
+  ASSERT_NO_FATAL_FAILURE(WriteNamedPack(pack, names));
+  CommandResult ls = RunCli({"ls", pack});
+  ASSERT_EQ(ls.exit_code, 0) << ls.err;
+  EXPECT_EQ(ls.out,
+            "a\\x0ab.jpg\ntab\\x09.jpg\nback\\\\slash.jpg\n\\xff.jpg\n"
+            "caf\xc3\xa9.jpg\n");
+  CommandResult lsl = RunCli({"ls", "-l", pack});
+  ASSERT_EQ(lsl.exit_code, 0) << lsl.err;
+  EXPECT_EQ(std::count(lsl.out.begin(), lsl.out.end(), '\n'), 5) << lsl.out;
+  EXPECT_TRUE(Contains(lsl.out, "a\\x0ab.jpg\n")) << lsl.out;
+  CommandResult nul = RunCli({"ls", "-0", pack});
+  ASSERT_EQ(nul.exit_code, 0) << nul.err;
+  std::string expect;
+  for (const std::string& n : names) expect += n + '\0';
+  EXPECT_EQ(nul.out, expect);
+  CommandResult json = RunCli({"ls", "--json", pack});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_TRUE(Contains(json.out, "\"name\":\"a\\nb.jpg\"")) << json.out;
+  EXPECT_TRUE(Contains(json.out, "\"name\":\"back\\\\slash.jpg\"")) << json.out;
+}
+
+// A record really named "#0" (or "#x"): `cat` reaches it with --name or
+// "./#0"; "#0" that is both an index and another record's name is refused.
+TEST(CliCat, NamesStartingWithHashAreReachable) {
+  TempDir tmp;
+  const std::string pack = tmp / "pack";
+  // Record 0 is "first.jpg", record 1 is literally "#0", record 2 "#x".
+  ASSERT_NO_FATAL_FAILURE(WriteNamedPack(pack, {"first.jpg", "#0", "#x"}));
+  CommandResult amb = RunCli({"cat", pack, "#0"});
+  EXPECT_EQ(amb.exit_code, 2);
+  EXPECT_TRUE(Contains(amb.err,
+                       "'#0' is both record 0 and the name of "
+                       "record 1: say --index 0 or --name '#0'"))
+      << amb.err;
+  EXPECT_EQ(amb.out, "");
+  CommandResult by_name = RunCli({"cat", pack, "--name", "#0"});
+  EXPECT_EQ(by_name.exit_code, 0) << by_name.err;
+  EXPECT_EQ(by_name.out, "bytes of 1");
+  CommandResult dot = RunCli({"cat", pack, "./#0"});
+  EXPECT_EQ(dot.exit_code, 0) << dot.err;
+  EXPECT_EQ(dot.out, "bytes of 1");
+  CommandResult idx = RunCli({"cat", pack, "--index", "0"});
+  EXPECT_EQ(idx.exit_code, 0) << idx.err;
+  EXPECT_EQ(idx.out, "bytes of 0");
+  CommandResult hx = RunCli({"cat", pack, "#x"});
+  EXPECT_EQ(hx.exit_code, 2);
+  EXPECT_TRUE(Contains(hx.err,
+                       "'x' is not a record index; for a record named "
+                       "'#x' use --name '#x' or './#x'"))
+      << hx.err;
+  CommandResult dotx = RunCli({"cat", pack, "./#x"});
+  EXPECT_EQ(dotx.exit_code, 0) << dotx.err;
+  EXPECT_EQ(dotx.out, "bytes of 2");
+  // "#2" with no record named "#2" is plainly record 2.
+  CommandResult two = RunCli({"cat", pack, "#2"});
+  EXPECT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_EQ(two.out, "bytes of 2");
 }
 
 // Names that differ only in case are different names: both are extracted
