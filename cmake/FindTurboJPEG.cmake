@@ -1,10 +1,24 @@
 # FindTurboJPEG: libjpeg-turbo's TurboJPEG API.  Defines the imported target
-# TurboJPEG::TurboJPEG.  libjpeg-turbo ships no CMake package on Debian, so
-# this uses pkg-config or a plain search.
+# TurboJPEG::TurboJPEG.  Uses libjpeg-turbo's own CMake package where it is
+# installed (Debian 12's libturbojpeg0-dev ships one:
+# libjpeg-turbo::turbojpeg), else pkg-config, else a plain search.
 if(TARGET TurboJPEG::TurboJPEG)
   set(TurboJPEG_FOUND TRUE)
   return()
 endif()
+
+find_package(libjpeg-turbo CONFIG QUIET)
+if(TARGET libjpeg-turbo::turbojpeg)
+  add_library(TurboJPEG::TurboJPEG INTERFACE IMPORTED)
+  set_target_properties(TurboJPEG::TurboJPEG PROPERTIES
+    INTERFACE_LINK_LIBRARIES libjpeg-turbo::turbojpeg)
+  set(TurboJPEG_FOUND TRUE)
+  if(NOT TurboJPEG_FIND_QUIETLY)
+    message(STATUS "Found TurboJPEG: libjpeg-turbo ${libjpeg-turbo_VERSION} (CMake package)")
+  endif()
+  return()
+endif()
+
 find_package(PkgConfig QUIET)
 if(PKG_CONFIG_FOUND)
   pkg_check_modules(PC_TURBOJPEG QUIET libturbojpeg)

@@ -3,7 +3,7 @@
 // Fast decoding to RGB with PIL's pixels; see decode.h.  Every rule below
 // that sends an input to PIL (NotSupported) was found by comparing the fast
 // decoders with Pillow 9.4 (Debian 12) on generated variants of each format;
-// tests/reader/decode_test.cc holds those variants.
+// tests/decode/decode_test.cc holds those variants.
 //
 // Where the fast decoders and PIL disagree (all cheap to see in the header):
 //   PNG   16-bit samples (PIL keeps the high byte or makes mode I);
@@ -30,6 +30,7 @@
 #include "ufspack/decode.h"
 
 #include <turbojpeg.h>
+#include <zlib.h>
 
 #include <cstring>
 #include <exception>
@@ -40,33 +41,32 @@
 #include <string>
 #include <vector>
 
+#include "ufspack/coding.h"
+
 namespace ufspack {
 namespace {
 
 constexpr uint64_t kDefaultMaxPixels = 178956970;  // PIL's MAX_IMAGE_PIXELS
 
+// PNG is big-endian; BMP little-endian, read with coding.h's helpers.
 uint32_t LoadBe32(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) |
          (uint32_t{p[2]} << 8) | uint32_t{p[3]};
-}
-uint32_t LoadLe32(const uint8_t* p) {
-  return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) |
-         (uint32_t{p[3]} << 24);
-}
-uint16_t LoadLe16(const uint8_t* p) {
-  return static_cast<uint16_t>(p[0] | (p[1] << 8));
-}
-void StoreLe32(uint8_t* p, uint32_t v) {
-  p[0] = static_cast<uint8_t>(v);
-  p[1] = static_cast<uint8_t>(v >> 8);
-  p[2] = static_cast<uint8_t>(v >> 16);
-  p[3] = static_cast<uint8_t>(v >> 24);
 }
 void StoreBe32(uint8_t* p, uint32_t v) {
   p[0] = static_cast<uint8_t>(v >> 24);
   p[1] = static_cast<uint8_t>(v >> 16);
   p[2] = static_cast<uint8_t>(v >> 8);
   p[3] = static_cast<uint8_t>(v);
+}
+uint32_t LoadLe32(const uint8_t* p) {
+  return DecodeFixed32(reinterpret_cast<const char*>(p));
+}
+uint16_t LoadLe16(const uint8_t* p) {
+  return DecodeFixed16(reinterpret_cast<const char*>(p));
+}
+void StoreLe32(uint8_t* p, uint32_t v) {
+  EncodeFixed32(reinterpret_cast<char*>(p), v);
 }
 
 std::string Dims(uint64_t width, uint64_t height) {
@@ -97,26 +97,9 @@ void Allocate(int width, int height, RgbImage* out) {
   out->pixels.reset(new uint8_t[out->size()]);  // uninitialised on purpose
 }
 
-// ---------------------------------------------------------------------------
-// CRC-32 (PNG chunks)
-// ---------------------------------------------------------------------------
-
-struct CrcTable {
-  uint32_t t[256];
-  CrcTable() {
-    for (uint32_t n = 0; n < 256; ++n) {
-      uint32_t c = n;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
-      t[n] = c;
-    }
-  }
-};
-
+// CRC-32 of PNG chunks: zlib's crc32() (the same polynomial, ISO 3309).
 uint32_t Crc32(const uint8_t* p, size_t n) {
-  static const CrcTable table;
-  uint32_t c = 0xffffffffu;
-  for (size_t i = 0; i < n; ++i) c = table.t[(c ^ p[i]) & 0xff] ^ (c >> 8);
-  return c ^ 0xffffffffu;
+  return static_cast<uint32_t>(::crc32_z(::crc32(0L, Z_NULL, 0), p, n));
 }
 
 // ---------------------------------------------------------------------------
