@@ -33,6 +33,7 @@ WORK_DIR=${FUZZ_WORK_DIR:-$BUILD_DIR/fuzz-work}
 NICE=${FUZZ_NICE:-5}
 JOBS=${FUZZ_JOBS:-1}
 
+bash scripts/install-deps.sh fuzz
 launcher=()
 if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)

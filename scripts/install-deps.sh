@@ -1,19 +1,56 @@
 #!/usr/bin/env bash
-# Installs what ufspack needs to build, test and run its demo on Debian 12 /
-# Ubuntu 22.04+.  Skips apt entirely when everything is already installed.
+# Installs the Debian 12 / Ubuntu 22.04+ packages that ufspack needs, by tier:
+#
+#   bash scripts/install-deps.sh [tier...]        (default: all)
+#
+#   build   compile the libraries, the CLI and the C++ example
+#   python  build + the Python module and what MyImageFolder is compared
+#           with (numpy, Pillow, torch, torchvision)
+#   test    python + the test suite: GoogleTest, Google Benchmark (the
+#           suite builds the benchmarks), pytest, and what the benchmark
+#           smoke tests run (LMDB, h5py, OpenCV's Python module, matplotlib,
+#           strace)
+#   bench   python + the benchmark harness (bench/): the same extras as test
+#   fuzz    build + clang and its libFuzzer/sanitizer runtimes, GoogleTest
+#           (scripts/fuzz.sh builds the target and its regression replay)
+#   all     every tier
+#
+# Each script asks for what it uses: setup.sh for python, test.sh for test,
+# fuzz.sh for fuzz, bench/run_e2e.sh for bench.  Skips apt entirely when
+# every package of the requested tiers is already installed.
 set -euo pipefail
 
-PACKAGES=(
-  build-essential cmake ninja-build pkg-config git tar
-  libzstd-dev libxxhash-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
-  libopencv-dev libturbojpeg0-dev
-  python3 python3-dev pybind11-dev python3-venv python3-pip
-  python3-numpy python3-pil python3-pytest
-  python3-torch python3-torchvision
-  python3-opencv python3-lmdb python3-h5py python3-matplotlib strace
-  clang libclang-rt-dev
-)
+BUILD=(build-essential cmake ninja-build pkg-config git tar
+       libzstd-dev libxxhash-dev zlib1g-dev libopencv-dev libturbojpeg0-dev)
+PYTHON=(python3 python3-dev pybind11-dev python3-venv python3-pip
+        python3-numpy python3-pil python3-torch python3-torchvision)
+BENCH=(libbenchmark-dev python3-opencv python3-lmdb python3-h5py
+       python3-matplotlib strace)
+TEST=(libgtest-dev libgmock-dev python3-pytest)
+FUZZ=(clang libclang-rt-dev)
+
+usage() {
+  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+}
+
+tiers=("$@")
+[ ${#tiers[@]} -eq 0 ] && tiers=(all)
+PACKAGES=()
+for t in "${tiers[@]}"; do
+  case $t in
+    build)  PACKAGES+=("${BUILD[@]}") ;;
+    python) PACKAGES+=("${BUILD[@]}" "${PYTHON[@]}") ;;
+    test)   PACKAGES+=("${BUILD[@]}" "${PYTHON[@]}" "${TEST[@]}" "${BENCH[@]}") ;;
+    bench)  PACKAGES+=("${BUILD[@]}" "${PYTHON[@]}" "${BENCH[@]}") ;;
+    fuzz)   PACKAGES+=("${BUILD[@]}" libgtest-dev libgmock-dev "${FUZZ[@]}") ;;
+    all)    PACKAGES+=("${BUILD[@]}" "${PYTHON[@]}" "${TEST[@]}" "${BENCH[@]}" "${FUZZ[@]}") ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "install-deps: unknown tier '$t' (build, python, test, bench, fuzz, all)" >&2
+       exit 2 ;;
+  esac
+done
+# One of each, in order.
+mapfile -t PACKAGES < <(printf '%s\n' "${PACKAGES[@]}" | awk '!seen[$0]++')
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -22,7 +59,7 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  echo "install-deps: ${tiers[*]}: all ${#PACKAGES[@]} packages present"
   exit 0
 fi
 
@@ -33,7 +70,7 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 1
   fi
 fi
-echo "install-deps: installing ${missing[*]}"
+echo "install-deps: ${tiers[*]}: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

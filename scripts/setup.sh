@@ -14,7 +14,7 @@ export BUILD_DIR
 # first python3 on PATH may be another one).
 PYTHON=${PYTHON:-/usr/bin/python3}
 
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh python
 echo "== building (${BUILD_DIR}/)"
 bash scripts/build.sh -DUFSPACK_BUILD_TESTS=OFF -DUFSPACK_BUILD_BENCHMARKS=OFF
 UFSPACK="$BUILD_DIR/ufspack"

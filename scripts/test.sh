@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 export BUILD_DIR
 
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh test
 bash scripts/build.sh -DUFSPACK_BUILD_TESTS=ON -DUFSPACK_BUILD_BENCHMARKS=ON
 echo "== C++ tests (ctest)"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)"
