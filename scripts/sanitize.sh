@@ -29,6 +29,10 @@
 #   install_find_package  cmake --install + find_package from a plain consumer,
 #                         which would have to link the sanitizer runtimes too:
 #                         tests the CMake package, not the code
+#   reader_only_build     configures and builds separate plain trees (an
+#                         add_subdirectory consumer, -DUFSPACK_BUILD_DECODE=OFF):
+#                         tests the CMake structure, not the code
+#   python_lint           ruff and mypy over the Python sources: no native code
 #   pytest                (asan tree) run by `pyasan` instead, which can preload
 #                         the ASan runtime into the uninstrumented python3
 #
@@ -42,7 +46,7 @@ TSAN_BUILD_DIR=${TSAN_BUILD_DIR:-${BUILD_DIR:-build}-tsan}
 PYTHON=${PYTHON:-/usr/bin/python3}
 JOBS=${JOBS:-$(nproc)}
 SUPP_DIR=$PWD/tests/sanitizers
-EXCLUDE='^(pip_install|bench_peers|install_find_package|pytest)$'
+EXCLUDE='^(pip_install|bench_peers|install_find_package|reader_only_build|python_lint|pytest)$'
 # Under TSan only (the ASan run keeps them):
 #   ReaderTest.RecordLargerThan4GiBReadsBackExactly and
 #   RoundTripTest.SparseSourceLargerThan4GiBRoundTrips  read a 4 GiB record
@@ -56,7 +60,7 @@ EXCLUDE='^(pip_install|bench_peers|install_find_package|pytest)$'
 #     ("starting new threads after multi-threaded fork is not supported";
 #     with die_after_fork=0 its thread registry still holds the parent's
 #     threads and it dies on "dup thread with used id").  Runs under ASan.
-TSAN_EXCLUDE='^(pip_install|bench_peers|install_find_package|pytest|ReaderTest\.RecordLargerThan4GiBReadsBackExactly|RoundTripTest\.SparseSourceLargerThan4GiBRoundTrips|ParallelForTest\.WorksInAForkedChildWhileTheParentIsBusy)$'
+TSAN_EXCLUDE='^(pip_install|bench_peers|install_find_package|reader_only_build|python_lint|pytest|ReaderTest\.RecordLargerThan4GiBReadsBackExactly|RoundTripTest\.SparseSourceLargerThan4GiBRoundTrips|ParallelForTest\.WorksInAForkedChildWhileTheParentIsBusy)$'
 
 # The third-party versions the suites were validated with
 # (tests/sanitizers/validated-versions.txt): prints every installed version

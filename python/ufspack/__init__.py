@@ -14,16 +14,23 @@ See docs/python.md.
 """
 
 from ufspack._core import CorruptPackError, __version__
-from ufspack.packing import build
 from ufspack.dataset import IMG_EXTENSIONS, BadSampleWarning, MyImageFolder, skip_none_collate
-from ufspack.pack import Pack
+from ufspack.pack import Pack, PackInfo, RecordInfo
+from ufspack.packing import BuildSummary, build
+
+# The drop-in under torchvision's name: `from ufspack import ImageFolder`.
+ImageFolder = MyImageFolder
 
 __all__ = [
     "BadSampleWarning",
+    "BuildSummary",
     "CorruptPackError",
     "IMG_EXTENSIONS",
+    "ImageFolder",
     "MyImageFolder",
     "Pack",
+    "PackInfo",
+    "RecordInfo",
     "__version__",
     "build",
     "skip_none_collate",

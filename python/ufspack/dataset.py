@@ -8,7 +8,7 @@ import os
 import threading
 import warnings
 from collections.abc import Sequence
-from typing import Any, Callable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Iterator, List, Literal, Optional, Tuple
 
 import numpy as np
 
@@ -29,8 +29,14 @@ except ImportError:  # pragma: no cover - exercised only without torchvision
         _Base = object
     _BASE_TAKES_ROOT = False
 
+Output = Literal["pil", "numpy", "tensor", "bytes"]
+OnError = Literal["raise", "skip", "substitute"]
 OUTPUTS = ("pil", "numpy", "tensor", "bytes")
 ON_ERROR = ("raise", "skip", "substitute")
+# decode_threads when not given: per process, or per DataLoader worker (the
+# workers already use the cores; more threads each would oversubscribe them).
+_DEFAULT_DECODE_THREADS = 4
+_DEFAULT_DECODE_THREADS_IN_WORKER = 1
 # bad_samples counters: slot 0 for the main process, 1 + worker id for
 # DataLoader workers (each process writes only its own slot).
 _COUNTER_SLOTS = 257
@@ -62,6 +68,27 @@ def skip_none_collate(batch):
     return default_collate(kept) if kept else None
 
 
+def _in_dataloader_worker() -> bool:
+    try:
+        from torch.utils.data import get_worker_info
+    except ImportError:  # pragma: no cover - torch is optional
+        return False
+    return get_worker_info() is not None
+
+
+def _is_default_path_loader(loader: Callable) -> bool:
+    """torchvision's own default loaders, which give exactly the default
+    path's pixels (PIL's RGB image) when the image backend is PIL."""
+    try:
+        import torchvision
+        from torchvision.datasets import folder
+    except ImportError:  # pragma: no cover - torchvision is optional
+        return False
+    if loader is folder.pil_loader:
+        return True
+    return loader is folder.default_loader and torchvision.get_image_backend() == "PIL"
+
+
 def pil_loader_from_bytes(data: bytes):
     """The default PIL path: exactly torchvision's pil_loader, on bytes.
 
@@ -83,7 +110,7 @@ class _Targets(Sequence):
     def __len__(self) -> int:
         return len(self._a)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         if isinstance(i, slice):
             return [int(v) for v in self._a[i]]
         return int(self._a[i])
@@ -111,19 +138,19 @@ class _Samples(Sequence):
     the original file path (source root joined with the record name),
     computed on access from the mapped index."""
 
-    def __init__(self, ds: "MyImageFolder") -> None:
+    def __init__(self, ds: MyImageFolder) -> None:
         self._ds = ds
 
     def __len__(self) -> int:
         return len(self._ds)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(len(self)))]
         k = _check_index(i, len(self))
         rec = self._ds._record_of(k)
         reader = self._ds._pack._handle.get()
-        return self._ds._path_of_name(reader.name(rec)), reader.label(rec)
+        return self._ds._path_of_name(reader.name(rec)), self._ds._target_of(k, reader, rec)
 
     def __iter__(self) -> Iterator[Tuple[str, int]]:
         for k in range(len(self)):
@@ -136,6 +163,16 @@ class _Samples(Sequence):
 
     def __repr__(self) -> str:
         return f"<{len(self)} samples>"
+
+
+def _as_tv_image(t: Any) -> Any:
+    """``tv_tensors.Image`` (torchvision >= 0.16) around a CHW uint8 tensor,
+    so transforms v2 treat it as an image; the plain tensor elsewhere."""
+    try:
+        from torchvision import tv_tensors
+    except ImportError:
+        return t
+    return tv_tensors.Image(t)
 
 
 class MyImageFolder(_Base):
@@ -151,24 +188,34 @@ class MyImageFolder(_Base):
         transform: applied to the sample (a ``PIL.Image`` in RGB mode by
             default), as in ImageFolder.
         target_transform: applied to the target (class index).
-        loader: optional callable receiving the record's original file bytes
-            (``bytes``, exactly the file's contents) and returning the
-            sample.  By default images are decoded in C++ (TurboJPEG for
-            JPEG, OpenCV for PNG/BMP/PPM/PGM) with the same pixels as PIL,
-            falling back to PIL itself for everything else.
+        loader: as in ImageFolder, a callable that receives a file *path*.
+            A pack has no files to open, so only torchvision's own
+            ``default_loader`` (with the PIL backend) and ``pil_loader`` are
+            accepted, meaning the default; any other raises TypeError
+            pointing to ``bytes_loader``.  It is never handed bytes.
         is_valid_file: optional callable receiving each sample's path (as in
             ``samples``) and returning whether to keep it, as in ImageFolder.
+        bytes_loader: optional callable receiving the record's original file
+            bytes (``bytes``, exactly the file's contents) and returning the
+            sample, e.g. ``lambda b: Image.open(io.BytesIO(b)).convert("L")``.
+            By default images are decoded in C++ (TurboJPEG for JPEG, OpenCV
+            for PNG/BMP/PPM/PGM) with the same pixels as PIL, falling back to
+            PIL itself for everything else.
         output: ``"pil"`` (default: ``PIL.Image`` RGB, what ImageFolder
             gives), ``"numpy"`` (HxWx3 uint8 RGB), ``"tensor"`` (3xHxW
-            ``torch.uint8``, like ``transforms.PILToTensor``) or ``"bytes"``
-            (the encoded file).  Ignored when ``loader`` is given.
+            ``torch.uint8``, like ``transforms.PILToTensor``; a
+            ``tv_tensors.Image`` where torchvision >= 0.16 has them) or
+            ``"bytes"`` (the encoded file).  Ignored when ``bytes_loader``
+            is given.
         verify: check each record's checksum (default True).
         source_root: directory to use for ``samples`` paths instead of the
             one recorded at build time (e.g. when the pack was built on
             another machine).
         decode_threads: threads used by ``__getitems__`` to read (and
             decode) a batch: several reads in flight per process, which is
-            what hides a network file system's round trips.
+            what hides a network file system's round trips.  Default: 4 in
+            the main process, 1 in each DataLoader worker (the workers
+            already use the cores).
         on_error: what a bad sample does: a record that fails its checksum
             or is otherwise damaged (``CorruptPackError``), or bytes the
             decoder (or ``loader``) cannot turn into a sample.
@@ -184,9 +231,19 @@ class MyImageFolder(_Base):
             errors (``OSError`` other than ``CorruptPackError``) and
             exceptions from the transforms always propagate.
 
+    Subsetting and relabelling work as on ImageFolder: assigning
+    ``samples`` (or ``imgs``) a list of ``(path, target)`` pairs taken from
+    it (``ds.samples = ds.samples[:1000]``, or with new targets) changes
+    ``len``, the order and the targets ``__getitem__`` returns; assigning
+    ``targets`` only replaces that attribute, as on ImageFolder (whose
+    ``__getitem__`` takes targets from ``samples``).  ``targets`` follows
+    ``samples`` until it is assigned.
+
     Raises:
         FileNotFoundError: the pack does not exist, or (as ImageFolder)
             ``is_valid_file`` leaves a class without samples.
+        TypeError: ``loader`` is a path loader other than torchvision's
+            default (use ``bytes_loader``).
         ValueError: the pack was built with ``--flat`` (it has no classes),
             or ``output`` is unknown.
         ufspack.CorruptPackError: the pack is damaged (also raised by
@@ -199,14 +256,15 @@ class MyImageFolder(_Base):
         root: PathLike,
         transform: Optional[Callable] = None,
         target_transform: Optional[Callable] = None,
-        loader: Optional[Callable[[bytes], Any]] = None,
+        loader: Optional[Callable[[str], Any]] = None,
         is_valid_file: Optional[Callable[[str], bool]] = None,
         *,
-        output: str = "pil",
+        bytes_loader: Optional[Callable[[bytes], Any]] = None,
+        output: Output = "pil",
         verify: bool = True,
         source_root: Optional[PathLike] = None,
-        decode_threads: int = 4,
-        on_error: str = "raise",
+        decode_threads: Optional[int] = None,
+        on_error: OnError = "raise",
     ) -> None:
         if _BASE_TAKES_ROOT:
             super().__init__(root, transform=transform, target_transform=target_transform)
@@ -218,6 +276,15 @@ class MyImageFolder(_Base):
             raise ValueError(f"output must be one of {OUTPUTS}, not {output!r}")
         if on_error not in ON_ERROR:
             raise ValueError(f"on_error must be one of {ON_ERROR}, not {on_error!r}")
+        if loader is not None and not _is_default_path_loader(loader):
+            raise TypeError(
+                f"MyImageFolder: loader={getattr(loader, '__name__', loader)!r} would be called "
+                "with a file path, as ImageFolder calls it, but a pack has no files to open; "
+                "pass a callable that takes the file's bytes as bytes_loader= instead "
+                "(e.g. bytes_loader=lambda b: PIL.Image.open(io.BytesIO(b)).convert('RGB'))"
+            )
+        if decode_threads is not None and int(decode_threads) < 1:
+            raise ValueError(f"decode_threads must be at least 1, not {decode_threads!r}")
         self._pack = Pack(root, verify=verify)
         info = self._pack.info
         if info["flat"]:
@@ -225,39 +292,93 @@ class MyImageFolder(_Base):
                 f"{self._pack.path}: built with --flat, it has no classes; use ufspack.Pack"
             )
         self.output = output
-        self.decode_threads = max(1, int(decode_threads))
+        self.decode_threads: Optional[int] = None if decode_threads is None else int(decode_threads)
         self.on_error = on_error
         # Shared memory, so DataLoader workers (fork or spawn) add to the
         # count the main process reads.  No multiprocessing lock: one made
         # for fork crashes a spawned worker; each process has its own slot.
         self._bad_counts = multiprocessing.RawArray("q", _COUNTER_SLOTS) if on_error != "raise" else None
         self._count_lock = threading.Lock()
-        self._custom_loader = loader
-        self.loader = loader if loader is not None else pil_loader_from_bytes
+        self._custom_loader = bytes_loader
+        self.bytes_loader = bytes_loader if bytes_loader is not None else pil_loader_from_bytes
+        # ImageFolder's attribute: the path loader, here always the default.
+        self.loader = loader
         self.extensions = IMG_EXTENSIONS if is_valid_file is None else None
         self.classes: List[str] = self._pack.classes
         self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
         root_for_paths = source_root if source_root is not None else info["source_root"]
         self._source_root = os.fsdecode(os.fspath(root_for_paths)) if root_for_paths else ""
         self._indices: Optional[np.ndarray] = None  # record index per sample
+        self._sample_targets: Optional[np.ndarray] = None  # relabelled samples
         self._targets_array: Optional[np.ndarray] = None
+        self._targets_assigned: Any = None  # what `ds.targets = x` set
         if is_valid_file is not None:
             self._select(is_valid_file)
         elif self._pack.selection != ",".join(IMG_EXTENSIONS):
             # The pack holds files ImageFolder would not pick (built with
             # --all-files or other --extensions): filter as it does.
             self._select(lambda p: p.lower().endswith(IMG_EXTENSIONS))
-        self.samples = _Samples(self)
-        self.imgs = self.samples
 
     # --- ImageFolder attributes ----------------------------------------------
 
     @property
-    def targets(self) -> _Targets:
+    def samples(self) -> Sequence:
+        """``(path, target)`` of every sample, list-like, computed on access."""
+        return _Samples(self)
+
+    @samples.setter
+    def samples(self, value: Sequence) -> None:
+        """Subsets, reorders or relabels, as assigning ImageFolder's list
+        does: each path must be one of this pack's samples' paths."""
+        reader = self._pack._handle.get()
+        prefix = os.path.join(self._source_root, "") if self._source_root else ""
+        recs: List[int] = []
+        targets: List[int] = []
+        for item in value:
+            try:
+                path, target = item
+            except (TypeError, ValueError):
+                raise TypeError(f"samples must hold (path, target) pairs, not {item!r}") from None
+            path = os.fsdecode(os.fspath(path))
+            name = path[len(prefix) :] if path.startswith(prefix) else None
+            try:
+                if name is None:
+                    raise FileNotFoundError(path)
+                rec = reader.find(os.fsencode(name))
+            except FileNotFoundError:
+                raise ValueError(
+                    f"samples: {path!r} is not the path of a sample of the pack "
+                    f"{self._pack.path} (its sample paths are {prefix}<record name>)"
+                ) from None
+            recs.append(rec)
+            targets.append(int(target))
+        self._indices = np.asarray(recs, dtype=np.int64)
+        new_targets = np.asarray(targets, dtype=np.int64)
+        labels = self._pack.labels[self._indices]
+        self._sample_targets = None if np.array_equal(new_targets, labels) else new_targets
+        self._targets_array = None
+
+    # ImageFolder's imgs is the samples list under another name.
+    imgs = samples
+
+    @property
+    def targets(self) -> Any:
+        """The target of every sample, list-like (or what was assigned)."""
+        if self._targets_assigned is not None:
+            return self._targets_assigned
         if self._targets_array is None:
-            labels = self._pack.labels
-            self._targets_array = labels if self._indices is None else labels[self._indices]
+            if self._sample_targets is not None:
+                self._targets_array = self._sample_targets
+            else:
+                labels = self._pack.labels
+                self._targets_array = labels if self._indices is None else labels[self._indices]
         return _Targets(self._targets_array)
+
+    @targets.setter
+    def targets(self, value: Any) -> None:
+        # As on ImageFolder: a plain attribute; __getitem__ keeps taking
+        # targets from samples.
+        self._targets_assigned = value
 
     def __len__(self) -> int:
         return len(self._pack) if self._indices is None else len(self._indices)
@@ -276,15 +397,20 @@ class MyImageFolder(_Base):
         rec = self._record_of(k)
         reader = self._pack._handle.get()
         if self.on_error == "raise":
-            return self._transformed(self._load(reader, rec), reader, rec)
+            return self._transformed(self._load(reader, rec), k, reader, rec)
         try:
             sample = self._load_guarded(reader, k)
         except _BadSample as bad:
             return self._on_bad(reader, bad)
-        return self._transformed(sample, reader, rec)
+        return self._transformed(sample, k, reader, rec)
 
-    def _transformed(self, sample: Any, reader: _core.Reader, rec: int) -> Tuple[Any, Any]:
-        target = reader.label(rec)
+    def _target_of(self, k: int, reader: _core.Reader, rec: int) -> int:
+        if self._sample_targets is not None:
+            return int(self._sample_targets[k])
+        return reader.label(rec)
+
+    def _transformed(self, sample: Any, k: int, reader: _core.Reader, rec: int) -> Tuple[Any, Any]:
+        target = self._target_of(k, reader, rec)
         if self.transform is not None:
             sample = self.transform(sample)
         if self.target_transform is not None:
@@ -302,7 +428,7 @@ class MyImageFolder(_Base):
         if self.on_error != "raise":
             return self._getitems_guarded(reader, ks, recs)
         loaded = self._read_batch(reader, recs)
-        return [self._transformed(self._convert(x, reader, r), reader, r) for x, r in zip(loaded, recs)]
+        return [self._transformed(self._convert(x, reader, r), k, reader, r) for x, k, r in zip(loaded, ks, recs)]
 
     # --- bad samples (on_error="skip" / "substitute") ------------------------
 
@@ -321,7 +447,7 @@ class MyImageFolder(_Base):
                     sample = self._load_guarded(reader, k)
                 else:
                     sample = self._convert_guarded(k, loaded[i], reader, rec)
-                out.append(self._transformed(sample, reader, rec))
+                out.append(self._transformed(sample, k, reader, rec))
             except _BadSample as bad:
                 got = self._on_bad(reader, bad)
                 if got is not None:
@@ -348,14 +474,11 @@ class MyImageFolder(_Base):
 
     def _count_bad(self, reader: _core.Reader, bad: _BadSample, what: str) -> None:
         slot = 0
-        try:
+        if _in_dataloader_worker():
             from torch.utils.data import get_worker_info
 
-            info = get_worker_info()
-            if info is not None:
-                slot = 1 + info.id % (_COUNTER_SLOTS - 1)
-        except ImportError:  # pragma: no cover - torch is optional
-            pass
+            slot = 1 + get_worker_info().id % (_COUNTER_SLOTS - 1)
+        assert self._bad_counts is not None  # on_error != "raise"
         with self._count_lock:
             self._bad_counts[slot] += 1
         rec = self._record_of(bad.k)
@@ -382,7 +505,7 @@ class MyImageFolder(_Base):
                 self._count_bad(reader, again, "met while looking for a substitute")
                 continue
             self._count_bad(reader, first, f"replaced by sample {j}")
-            return self._transformed(sample, reader, self._record_of(j))
+            return self._transformed(sample, j, reader, self._record_of(j))
         self._count_bad(reader, first, "no good sample left to substitute")
         raise first.cause
 
@@ -418,10 +541,15 @@ class MyImageFolder(_Base):
     def _read(self, reader: _core.Reader, rec: int) -> Any:
         return reader.read_decode(rec) if self._decodes() else reader.read(rec)
 
+    def _threads(self) -> int:
+        if self.decode_threads is not None:
+            return self.decode_threads
+        return _DEFAULT_DECODE_THREADS_IN_WORKER if _in_dataloader_worker() else _DEFAULT_DECODE_THREADS
+
     def _read_batch(self, reader: _core.Reader, recs: List[int]) -> list:
         if self._decodes():
-            return reader.read_decode_batch(recs, self.decode_threads)
-        return reader.read_batch(recs, self.decode_threads)
+            return reader.read_decode_batch(recs, self._threads())
+        return reader.read_batch(recs, self._threads())
 
     def _convert(self, loaded: Any, reader: _core.Reader, rec: int) -> Any:
         if self._custom_loader is not None:
@@ -435,6 +563,7 @@ class MyImageFolder(_Base):
 
     def _finish(self, arr: Optional[np.ndarray], raw: Optional[bytes], reader: _core.Reader, rec: int) -> Any:
         if arr is None:
+            assert raw is not None  # read_decode gives the bytes it could not decode
             try:
                 img = pil_loader_from_bytes(raw)
             except Exception as e:  # name the sample, keep the type
@@ -455,7 +584,8 @@ class MyImageFolder(_Base):
             return arr
         import torch
 
-        return torch.from_numpy(np.ascontiguousarray(arr)).permute(2, 0, 1).contiguous()
+        t = torch.from_numpy(np.ascontiguousarray(arr)).permute(2, 0, 1).contiguous()
+        return _as_tv_image(t)
 
     def extra_repr(self) -> str:
         return f"Pack: {self._pack.path}\nOutput: {self.output}"

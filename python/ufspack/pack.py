@@ -5,11 +5,39 @@ from __future__ import annotations
 import operator
 import os
 from collections.abc import Sequence
-from typing import Any, Iterator, List, Optional, Union, overload
+from typing import Any, Iterator, List, Optional, TypedDict, Union, overload
 
 from ufspack import _core
 
 PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+
+
+class RecordInfo(TypedDict):
+    """``Pack.record(i)``: one record's index entry."""
+
+    index: int
+    name: str
+    label: int  # -1 in a flat pack
+    size: int  # original length in bytes
+    stored_size: int  # bytes in data.ufs (smaller when zstd)
+    offset: int  # of the stored bytes in data.ufs
+    codec: str  # "raw" or "zstd"
+    checksum: int  # XXH3-64 of the stored bytes
+
+
+class PackInfo(TypedDict):
+    """``Pack.info``: header facts."""
+
+    index_path: str
+    data_path: str
+    version: int
+    pack_id: str
+    records: int
+    classes: int
+    data_size: int
+    index_size: int
+    flat: bool
+    source_root: Optional[str]
 
 
 def _fsencode(path: PathLike) -> bytes:
@@ -24,27 +52,37 @@ class _Handle:
     started with fork) or after unpickling (spawn).
     """
 
-    __slots__ = ("path", "verify", "_reader", "_pid")
+    __slots__ = ("path", "verify", "closed", "_reader", "_pid")
 
     def __init__(self, path: bytes, verify: bool) -> None:
         self.path = path
         self.verify = verify
+        self.closed = False
         self._reader: Optional[_core.Reader] = None
         self._pid = -1
 
     def get(self) -> _core.Reader:
+        if self.closed:
+            raise ValueError(f"I/O operation on a closed pack ({os.fsdecode(self.path)})")
         pid = os.getpid()
         if self._reader is None or self._pid != pid:
             self._reader = _core.Reader(self.path, self.verify)
             self._pid = pid
         return self._reader
 
+    def close(self) -> None:
+        """Drops this process's reader (unmapping the index and closing the
+        data file once nothing else holds them); later use raises."""
+        self._reader = None
+        self.closed = True
+
     def __getstate__(self) -> dict:
-        return {"path": self.path, "verify": self.verify}
+        return {"path": self.path, "verify": self.verify, "closed": self.closed}
 
     def __setstate__(self, state: dict) -> None:
         self.path = state["path"]
         self.verify = state["verify"]
+        self.closed = state.get("closed", False)
         self._reader = None
         self._pid = -1
 
@@ -60,7 +98,7 @@ class _Names(Sequence):
     def __len__(self) -> int:
         return self._n
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(self._n))]
         return os.fsdecode(self._handle.get().name(_check_index(i, self._n)))
@@ -102,13 +140,33 @@ class Pack(Sequence):
         ValueError: the pack was written by a newer ufspack.
 
     A Pack can be shared with DataLoader workers (fork or spawn): it pickles
-    to its path and reopens lazily in each process.
+    to its path and reopens lazily in each process.  ``close()`` (or a
+    ``with`` block) releases it; using a closed Pack raises ValueError, as
+    a closed file does.
+
+    What is safe to do to an open pack: see ``docs/python.md``.
     """
 
     def __init__(self, path: PathLike, verify: bool = True) -> None:
-        self.path = os.fspath(path)
+        self.path = os.fsdecode(os.fspath(path))
         self._handle = _Handle(_fsencode(path), verify)
         self._len = len(self._handle.get())
+
+    # --- lifetime -----------------------------------------------------------
+
+    def close(self) -> None:
+        """Releases the pack's reader in this process.  Idempotent."""
+        self._handle.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._handle.closed
+
+    def __enter__(self) -> Pack:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # --- records ------------------------------------------------------------
 
@@ -167,12 +225,12 @@ class Pack(Sequence):
         except FileNotFoundError:
             return False
 
-    def record(self, i: int) -> dict:
-        """Index entry of record ``i``: name (str), label, size, stored_size,
-        offset, codec, checksum."""
+    def record(self, i: int) -> RecordInfo:
+        """Index entry of record ``i``: index, name (str), label, size,
+        stored_size, offset, codec, checksum."""
         d = self._handle.get().record(_check_index(i, self._len))
         d["name"] = os.fsdecode(d["name"])
-        return d
+        return d  # type: ignore[return-value]
 
     def name(self, i: int) -> str:
         return os.fsdecode(self._handle.get().name(_check_index(i, self._len)))
@@ -212,13 +270,13 @@ class Pack(Sequence):
         return None if v is None else os.fsdecode(v)
 
     @property
-    def info(self) -> dict:
+    def info(self) -> PackInfo:
         """Header facts: version, pack_id, records, classes, sizes, paths."""
         d = self._handle.get().info()
         d["index_path"] = os.fsdecode(d["index_path"])
         d["data_path"] = os.fsdecode(d["data_path"])
         d["source_root"] = self.source_root
-        return d
+        return d  # type: ignore[return-value]
 
     def check(self) -> None:
         """Full structural check of the index (what ``ufspack verify`` does
@@ -226,4 +284,5 @@ class Pack(Sequence):
         self._handle.get().check_index()
 
     def __repr__(self) -> str:
-        return f"ufspack.Pack({self.path!r}, records={self._len})"
+        state = ", closed" if self.closed else ""
+        return f"ufspack.Pack({self.path!r}, records={self._len}{state})"

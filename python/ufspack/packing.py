@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterable, Optional, Union
+from typing import Any, Callable, Iterable, List, Optional, TypedDict, Union
 
 from ufspack import _core
 from ufspack.pack import PathLike
@@ -11,7 +11,22 @@ from ufspack.pack import PathLike
 ProgressFn = Callable[[int, int, int, int], None]
 
 
-def _tqdm_progress() -> Optional[Callable[[], tuple]]:
+class BuildSummary(TypedDict):
+    """What ``ufspack.build`` returns."""
+
+    files: int
+    classes: int
+    skipped: int
+    compressed: int  # records stored as zstd
+    bytes_in: int
+    bytes_out: int  # data.ufs
+    index_bytes: int
+    seconds: float
+    pack_id: str
+    warnings: List[str]
+
+
+def _tqdm_progress() -> Optional[Callable[..., Any]]:
     try:
         from tqdm import tqdm
     except ImportError:
@@ -31,7 +46,7 @@ def build(
     allow_empty: bool = False,
     skip_unreadable: bool = False,
     progress: Union[bool, ProgressFn] = True,
-) -> dict:
+) -> BuildSummary:
     """Packs the tree at ``src`` into ``dst`` (``data.ufs`` + ``index.ufs``).
 
     The same as ``ufspack build src -o dst``: ImageFolder classes, order and
@@ -94,4 +109,4 @@ def build(
         if bar is not None:
             bar.close()
     summary["warnings"] = [os.fsdecode(w) for w in summary["warnings"]]
-    return summary
+    return summary  # type: ignore[return-value]

@@ -3,8 +3,6 @@ ImageFolder trees full of naming edge cases, and packs built from them."""
 
 import io
 import os
-import shutil
-import subprocess
 import tarfile
 
 import numpy as np

@@ -57,7 +57,10 @@ def test_substitute_returns_the_next_good_sample(small_pack, tmp_path, output):
         got = ds[3]
     assert same(got, good[5])  # 3 and 4 are bad: 5 stands in
     msgs = [str(w.message) for w in caught]
-    assert any("record 3, " in m and recs[3]["name"] in m and "checksum mismatch" in m and "replaced by sample 5" in m for m in msgs)
+    assert any(
+        "record 3, " in m and recs[3]["name"] in m and "checksum mismatch" in m and "replaced by sample 5" in m
+        for m in msgs
+    )
     assert any("record 4, " in m and "substitute" in m for m in msgs)
     assert ds.bad_samples == 2
     # The batched path keeps the batch size, same substitutes.
@@ -126,7 +129,7 @@ def test_undecodable_image_is_a_bad_sample(tmp_path):
             raise ValueError("my loader refuses this")
         return len(data)
 
-    mine = ufspack.MyImageFolder(str(tmp_path / "pack"), loader=loader, on_error="skip")
+    mine = ufspack.MyImageFolder(str(tmp_path / "pack"), bytes_loader=loader, on_error="skip")
     with pytest.warns(ufspack.BadSampleWarning, match="ValueError: my loader refuses this"):
         assert [x for x in mine.__getitems__([0, 1, 2])] == [mine[0], mine[2]]
 
@@ -198,5 +201,6 @@ def test_dataloader_worker_error_is_raised_not_hung(small_pack, tmp_path):
     ds = ufspack.MyImageFolder(bad, output="tensor", transform=crop)
     for ctx in ("fork", "spawn"):
         loader = DataLoader(ds, batch_size=4, num_workers=2, multiprocessing_context=ctx, timeout=120)
-        with pytest.raises(ufspack.CorruptPackError, match=rf"record 9 '{recs[9]['name']}' at offset {recs[9]['offset']}"):
+        where = rf"record 9 '{recs[9]['name']}' at offset {recs[9]['offset']}"
+        with pytest.raises(ufspack.CorruptPackError, match=where):
             labels_of(loader)

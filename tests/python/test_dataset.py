@@ -100,19 +100,19 @@ def test_same_transforms_give_same_tensors(edge_tree, edge_pack):
             assert torch.equal(a, b), tv.samples[i][0]
 
 
-def test_custom_loader_receives_file_bytes(edge_tree, edge_pack):
+def test_bytes_loader_receives_file_bytes(edge_tree, edge_pack):
     seen = []
 
     def loader(data):
         seen.append(data)
         return len(data)
 
-    my = ufspack.MyImageFolder(edge_pack, loader=loader)
+    my = ufspack.MyImageFolder(edge_pack, bytes_loader=loader)
     sample, _ = my[3]
     with open(my.samples[3][0], "rb") as f:
         assert seen[-1] == f.read()
     assert isinstance(seen[-1], bytes) and sample == len(seen[-1])
-    assert my.loader is loader
+    assert my.bytes_loader is loader
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +166,7 @@ def test_getitems_bytes_and_custom_loader(small_pack):
     idx = [7, 3, 3, 0, 23]
     raw = ufspack.MyImageFolder(small_pack, output="bytes", decode_threads=3)
     assert raw.__getitems__(idx) == [raw[i] for i in idx]
-    sized = ufspack.MyImageFolder(small_pack, loader=len, target_transform=lambda y: -y)
+    sized = ufspack.MyImageFolder(small_pack, bytes_loader=len, target_transform=lambda y: -y)
     assert sized.__getitems__(idx) == [sized[i] for i in idx]
     assert sized.__getitems__(idx)[0] == (len(raw[7][0]), -raw[7][1])
 
