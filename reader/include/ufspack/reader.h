@@ -48,8 +48,8 @@
 //     reliably seen; the rules above assume the files are only ever
 //     replaced by rename.
 // Open() accepts only regular files and never blocks: a FIFO, device or
-// directory at either path (or at .data.ufs.prev) is refused as
-// "<path>: not a regular file (FIFO)".
+// directory in place of either file is refused as "<path>: not a regular
+// file (FIFO)" (and one at .data.ufs.prev is not used as a fallback).
 #ifndef UFSPACK_READER_H_
 #define UFSPACK_READER_H_
 
