@@ -11,9 +11,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -389,6 +392,46 @@ CommandResult RunCli(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {UFSPACK_CLI_PATH};
   argv.insert(argv.end(), args.begin(), args.end());
   return Run(argv);
+}
+
+CommandResult RunWithTimeout(const std::vector<std::string>& argv,
+                             int seconds) {
+  std::vector<std::string> t = {"/usr/bin/timeout", "-s", "KILL",
+                                std::to_string(seconds)};
+  t.insert(t.end(), argv.begin(), argv.end());
+  CommandResult r = Run(t);
+  if (r.exit_code == 137) r.exit_code = -1;  // timeout(1): killed
+  return r;
+}
+
+void MakeFifo(const std::string& path) {
+  ASSERT_EQ(mkfifo(path.c_str(), 0644), 0) << path << ": " << strerror(errno);
+}
+
+bool ReturnsWithin(int seconds, const std::function<void()>& fn,
+                   const std::vector<std::string>& fifos) {
+  auto done = std::async(std::launch::async, fn);
+  if (done.wait_for(std::chrono::seconds(seconds)) ==
+      std::future_status::ready) {
+    done.get();
+    return true;
+  }
+  const auto give_up =
+      std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (done.wait_for(std::chrono::milliseconds(100)) !=
+         std::future_status::ready) {
+    if (std::chrono::steady_clock::now() > give_up) {
+      std::fprintf(stderr, "FATAL: blocked for %d s, and unblocking failed\n",
+                   seconds + 30);
+      std::_Exit(1);
+    }
+    for (const auto& f : fifos) {
+      int fd = open(f.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd >= 0) close(fd);
+    }
+  }
+  done.get();
+  return false;
 }
 
 std::string SharedPhotosTar() {

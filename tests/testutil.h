@@ -7,6 +7,7 @@
 #define UFSPACK_TESTS_TESTUTIL_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -76,6 +77,21 @@ struct CommandResult {
 CommandResult Run(const std::vector<std::string>& argv);
 // Runs the ufspack CLI built alongside the tests.
 CommandResult RunCli(const std::vector<std::string>& args);
+
+// Runs argv like Run(), killed (SIGKILL) if still running after `seconds`;
+// exit_code is then -1.  For commands that must never block.
+CommandResult RunWithTimeout(const std::vector<std::string>& argv, int seconds);
+
+// Creates a FIFO at `path` (mkfifo, mode 0644); fails the test if it cannot.
+void MakeFifo(const std::string& path);
+
+// Runs `fn` on a thread and waits up to `seconds` for it to return.  If it
+// has not (blocked opening a FIFO, say), opens each of `fifos` for writing
+// without blocking, which releases an open(2) stuck waiting for a writer,
+// until `fn` returns, and returns false.  Ends the process if `fn` still
+// has not returned 30 s later.
+bool ReturnsWithin(int seconds, const std::function<void()>& fn,
+                   const std::vector<std::string>& fifos);
 
 // Path of ../shared/data/cats_and_dogs_filtered.tar beside the source
 // tree, or "" when absent.

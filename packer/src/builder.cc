@@ -142,10 +142,17 @@ void RemoveStaleTemps(int dir_fd) {
 }
 
 // Reads the pack id from the header of `name` in `dir_fd`: an index.ufs
-// when `is_index`, else a data file.  False if absent or not valid.
+// when `is_index`, else a data file.  False if absent, not a regular file
+// (opened O_NONBLOCK, so a FIFO planted there cannot block) or not valid.
 bool ReadPackId(int dir_fd, const char* name, bool is_index, PackId* id) {
-  int fd = ::openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  int fd = ::openat(dir_fd, name,
+                    O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return false;
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return false;
+  }
   char buf[IndexHeader::kEncodedLength];
   const size_t want =
       is_index ? IndexHeader::kEncodedLength : DataHeader::kEncodedLength;

@@ -119,18 +119,24 @@ class MemoryRegion final : public Region {
   const std::string contents_;
 };
 
-int OpenReadOnly(const std::string& path) {
-  int fd;
-  do {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  } while (fd < 0 && errno == EINTR);
-  return fd;
+const char* FileTypeName(mode_t m) {
+  if (S_ISDIR(m)) return "directory";
+  if (S_ISFIFO(m)) return "FIFO";
+  if (S_ISSOCK(m)) return "socket";
+  if (S_ISCHR(m)) return "character device";
+  if (S_ISBLK(m)) return "block device";
+  return "unknown type";
 }
 
 // Opens `path` read-only and checks that it is a regular file; on success
-// the caller owns *fd.
+// the caller owns *fd.  Never blocks: the open is O_NONBLOCK (a FIFO with no
+// writer, or a device, would otherwise hang it), and O_NONBLOCK is cleared
+// again once the file is known to be regular.
 Status OpenRegularFile(const std::string& path, int* fd, struct stat* st) {
-  int f = OpenReadOnly(path);
+  int f;
+  do {
+    f = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  } while (f < 0 && errno == EINTR);
   if (f < 0) return Status::FromErrno(path, errno);
   if (::fstat(f, st) != 0) {
     int e = errno;
@@ -139,7 +145,14 @@ Status OpenRegularFile(const std::string& path, int* fd, struct stat* st) {
   }
   if (!S_ISREG(st->st_mode)) {
     ::close(f);
-    return Status::InvalidArgument(path + ": not a regular file");
+    return Status::InvalidArgument(path + ": not a regular file (" +
+                                   FileTypeName(st->st_mode) + ")");
+  }
+  const int flags = ::fcntl(f, F_GETFL);
+  if (flags < 0 || ::fcntl(f, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    int e = errno;
+    ::close(f);
+    return Status::FromErrno(path + ": fcntl", e);
   }
   *fd = f;
   return Status::OK();

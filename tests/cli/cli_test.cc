@@ -470,6 +470,56 @@ TEST_F(CliTest, BuildRefusesDevicesAndSocketsNamingThem) {
   EXPECT_TRUE(Contains(s.err, "null.jpg")) << s.err;
 }
 
+// A FIFO in place of either pack file: every command that opens the pack
+// fails at once naming it, instead of blocking in open(2) for a writer.
+TEST_F(CliTest, FifoInPlaceOfAPackFileIsRefusedWithoutBlocking) {
+  ASSERT_EQ(Build().exit_code, 0);
+  for (const std::string file : {"index.ufs", "data.ufs"}) {
+    const std::string path = pack_ + "/" + file;
+    ASSERT_EQ(rename(path.c_str(), (path + ".saved").c_str()), 0);
+    ASSERT_NO_FATAL_FAILURE(test::MakeFifo(path));
+    const std::vector<std::vector<std::string>> commands = {
+        {"info", pack_},
+        {"info", pack_ + "/index.ufs"},
+        {"verify", pack_},
+        {"ls", pack_},
+        {"cat", pack_, "cats/c1.jpg"},
+        {"extract", pack_, tmp_ / "out"}};
+    for (const auto& args : commands) {
+      SCOPED_TRACE(file + ": ufspack " + args[0] + " " + args[1]);
+      std::vector<std::string> argv = {UFSPACK_CLI_PATH};
+      argv.insert(argv.end(), args.begin(), args.end());
+      CommandResult r = test::RunWithTimeout(argv, 5);
+      EXPECT_NE(r.exit_code, -1) << "blocked on the FIFO (killed after 5 s)";
+      EXPECT_EQ(r.exit_code, 1) << r.err;
+      // verify reports its problems on stdout, the others on stderr.
+      EXPECT_TRUE(Contains(r.out + r.err, path + ": not a regular file (FIFO)"))
+          << r.out << r.err;
+    }
+    ASSERT_EQ(unlink(path.c_str()), 0);
+    ASSERT_EQ(rename((path + ".saved").c_str(), path.c_str()), 0);
+  }
+  EXPECT_FALSE(test::Exists(tmp_ / "out"));
+}
+
+// A FIFO planted in the destination is never opened: refused as existing,
+// and with --force replaced by the regular file.
+TEST_F(CliTest, ExtractNeverOpensAFifoInTheDestination) {
+  ASSERT_EQ(Build().exit_code, 0);
+  const std::string out = tmp_ / "out";
+  test::MakeDirs(out + "/cats");
+  ASSERT_NO_FATAL_FAILURE(test::MakeFifo(out + "/cats/c1.jpg"));
+  CommandResult r =
+      test::RunWithTimeout({UFSPACK_CLI_PATH, "extract", pack_, out}, 5);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(Contains(r.err, "cats/c1.jpg: exists")) << r.err;
+  CommandResult f = test::RunWithTimeout(
+      {UFSPACK_CLI_PATH, "extract", "--force", pack_, out}, 5);
+  EXPECT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_EQ(test::ReadFile(out + "/cats/c1.jpg"),
+            test::ReadFile(src_ + "/cats/c1.jpg"));
+}
+
 // A flat pack written by the library with the given record names.
 void WriteNamedPack(const std::string& pack,
                     const std::vector<std::string>& names) {

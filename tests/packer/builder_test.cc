@@ -40,6 +40,7 @@
 namespace ufspack {
 namespace {
 
+using test::MakeFifo;
 using test::ReadFile;
 using test::TempDir;
 using test::WriteFile;
@@ -56,10 +57,6 @@ std::string Show(const std::string& s) {
     }
   }
   return out;
-}
-
-void MakeFifo(const std::string& path) {
-  ASSERT_EQ(mkfifo(path.c_str(), 0644), 0) << path;
 }
 
 // The marked bytes of MakeSparseFile(path, size): (offset, bytes).
@@ -724,6 +721,36 @@ TEST(BuildPackTest, FifoFailsTheBuildAndKeepsThePreviousPack) {
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.ToString().find("pipe.jpg"), std::string::npos) << s.ToString();
   ExpectFirstPackIntact(t, data, index);
+}
+
+// The output directory is untrusted too: a FIFO planted as the previous
+// pack's files, or as the .data.ufs.prev a killed build leaves, must not
+// block the checks a build makes there before writing (it reads their pack
+// ids); the build replaces them and publishes.
+TEST(BuildPackTest, FifoInTheOutputDirectoryNeverBlocks) {
+  for (const std::string planted :
+       {".data.ufs.prev", "index.ufs", "data.ufs"}) {
+    SCOPED_TRACE(planted);
+    TempDir t;
+    std::string data, index;
+    ASSERT_NO_FATAL_FAILURE(BuildFirstPack(t, &data, &index));
+    // A valid .data.ufs.prev makes the build read index.ufs and data.ufs.
+    ASSERT_EQ(
+        link((t / "out/data.ufs").c_str(), (t / "out/.data.ufs.prev").c_str()),
+        0);
+    const std::string fifo = t / ("out/" + planted);
+    ASSERT_EQ(unlink(fifo.c_str()), 0);
+    ASSERT_NO_FATAL_FAILURE(MakeFifo(fifo));
+    WriteFile(t / "src/a/3.jpg", "more");
+    BuildSummary summary;
+    Status s =
+        BuildWithFifoGuard(t / "src", t / "out", Options(), &summary, {fifo});
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    std::vector<PackRecord> recs;
+    ASSERT_TRUE(ReadPack(t / "out", &recs));
+    EXPECT_EQ(recs.size(), 3u);
+    EXPECT_TRUE(test::PackTempFiles(t / "out").empty());
+  }
 }
 
 TEST(BuildPackTest, FifoIsSkippedWithSkipUnreadable) {

@@ -2,6 +2,8 @@
 
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -97,3 +99,27 @@ def test_flat_pack_is_not_an_image_folder(small_tree, tmp_path):
 def test_unknown_output_is_value_error(small_pack):
     with pytest.raises(ValueError, match="output"):
         ufspack.MyImageFolder(small_pack, output="jpeg")
+
+
+@pytest.mark.parametrize("planted", ["index.ufs", "data.ufs"])
+def test_fifo_in_place_of_a_pack_file_is_refused_without_blocking(small_pack, tmp_path, planted):
+    # A FIFO with no writer blocks open(2) forever: Pack must refuse it by
+    # type instead.  Run in a child so that a regression fails, not hangs.
+    bad = str(tmp_path / "bad")
+    shutil.copytree(small_pack, bad)
+    fifo = os.path.join(bad, planted)
+    os.unlink(fifo)
+    os.mkfifo(fifo)
+    code = (
+        "import sys, ufspack\n"
+        "try:\n"
+        "    ufspack.Pack(sys.argv[1])\n"
+        "except ValueError as e:\n"
+        "    print(type(e).__name__, e)\n"
+    )
+    try:
+        r = subprocess.run([sys.executable, "-c", code, bad], capture_output=True, text=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"ufspack.Pack blocked on a FIFO as {planted}")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == f"ValueError {fifo}: not a regular file (FIFO)"

@@ -709,6 +709,62 @@ TEST_F(ReaderTest, MissingDataFileIsNotFound) {
   EXPECT_TRUE(Contains(s.message(), data_path()));
 }
 
+// A FIFO in place of either pack file (or of the .data.ufs.prev the reader
+// falls back to) is refused by type, naming it, and never blocks the open:
+// a FIFO with no writer would block open(2) forever.
+class ReaderFifoTest : public ReaderTest {
+ protected:
+  // Replaces `path` with a FIFO and opens the pack; fails the test if the
+  // open blocked.
+  Status OpenWithFifoAt(const std::string& path) {
+    EXPECT_EQ(::unlink(path.c_str()), 0) << path;
+    test::MakeFifo(path);
+    Status s;
+    EXPECT_TRUE(test::ReturnsWithin(10, [&] { s = OpenStatus(); }, {path}))
+        << "Reader::Open blocked on the FIFO " << path;
+    return s;
+  }
+};
+
+TEST_F(ReaderFifoTest, IndexFifoIsRefusedWithoutBlocking) {
+  Status s = OpenWithFifoAt(index_path());
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_EQ(s.message(), index_path() + ": not a regular file (FIFO)");
+}
+
+TEST_F(ReaderFifoTest, IndexFifoGivenByPathIsRefusedWithoutBlocking) {
+  ASSERT_EQ(::unlink(index_path().c_str()), 0);
+  test::MakeFifo(index_path());
+  Status s;
+  std::unique_ptr<Reader> r;
+  EXPECT_TRUE(test::ReturnsWithin(10, [&] { s = OpenPack(index_path(), &r); },
+                                  {index_path()}));
+  EXPECT_EQ(s.message(), index_path() + ": not a regular file (FIFO)");
+}
+
+TEST_F(ReaderFifoTest, DataFifoIsRefusedWithoutBlocking) {
+  Status s = OpenWithFifoAt(data_path());
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_EQ(s.message(), data_path() + ": not a regular file (FIFO)");
+}
+
+// The fallback is tried when data.ufs belongs to another pack (a build
+// killed between its two renames): a FIFO there must not block it either,
+// and the error is the one about data.ufs.
+TEST_F(ReaderFifoTest, PrevDataFifoIsIgnoredWithoutBlocking) {
+  TempDir other;
+  std::vector<Item> items = StandardItems();
+  items[0].bytes = test::RandomBytes(1000, 100);  // a different pack
+  ASSERT_TRUE(WritePack(other / "p", StandardClasses(), items).ok());
+  ASSERT_EQ(std::rename((other / "p/data.ufs").c_str(), data_path().c_str()),
+            0);
+  const std::string prev = dir() + "/" + kPrevDataFileName;
+  test::WriteFile(prev, "");
+  Status s = OpenWithFifoAt(prev);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(), "not one pack"));
+}
+
 // ---------------------------------------------------------------------------
 // Opening: one test per validation rule
 // ---------------------------------------------------------------------------

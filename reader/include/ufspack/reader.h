@@ -27,10 +27,29 @@
 // keep using a Reader created before fork().
 //
 // Lifetimes: string_views returned by the Reader (names, class names) point
-// into the index mapping and are valid until the Reader is destroyed.  A
-// pack replaced on disk (by `ufspack build` renaming new files into place)
-// does not affect an open Reader: it keeps serving the pair it opened.
-// Truncating index.ufs in place while it is mapped is not supported.
+// into the index mapping and are valid until the Reader is destroyed.
+//
+// What may be done to the files of an open pack.  The Reader keeps index.ufs
+// mapped (MAP_SHARED) and data.ufs open until it is destroyed:
+//   - Replace by rename (what `ufspack build` does; mv, rsync without
+//     --inplace): safe.  An open Reader keeps serving the pair it opened; a
+//     new Open() sees the new pair.
+//   - Delete (rm, even of the whole directory): safe on POSIX file systems;
+//     the open Reader keeps reading the unlinked files, whose space is freed
+//     when it is destroyed.
+//   - Truncate or overwrite in place (truncate(2), `cp new/index.ufs pack/`,
+//     a shell `>` redirection, rsync --inplace): undefined.  A read that
+//     touches a page of index.ufs past its new end kills the process with
+//     SIGBUS, and rewritten index bytes are seen as they change.  On
+//     data.ufs the same gives a Corruption status (short read, checksum
+//     mismatch), or changed bytes when verify_checksums is false.  Write the
+//     new pack elsewhere and rename it into place instead.
+//   - Network file systems: another client's in-place changes are not
+//     reliably seen; the rules above assume the files are only ever
+//     replaced by rename.
+// Open() accepts only regular files and never blocks: a FIFO, device or
+// directory in place of either file is refused as "<path>: not a regular
+// file (FIFO)" (and one at .data.ufs.prev is not used as a fallback).
 #ifndef UFSPACK_READER_H_
 #define UFSPACK_READER_H_
 
