@@ -103,8 +103,14 @@ void ReadAndDecode(const Reader& reader, uint64_t i, Decoded* out) {
   Record rec;
   out->status = reader.GetRecord(i, &rec);
   if (!out->status.ok()) return;
-  if (buffer.size() < rec.original_length) buffer.resize(rec.original_length);
-  out->status = reader.Read(rec, buffer.data(), buffer.size());
+  if (rec.codec == Codec::kZstd) {
+    // Grown as the frame produces bytes: a zstd record's original_length
+    // sizes nothing (see Reader::Read).
+    out->status = reader.Read(rec, &buffer);
+  } else {
+    if (buffer.size() < rec.original_length) buffer.resize(rec.original_length);
+    out->status = reader.Read(rec, buffer.data(), buffer.size());
+  }
   if (!out->status.ok()) return;
   // NotSupported (PIL's pixels need PIL) or a decode error: either way PIL
   // decodes the bytes, and raises what ImageFolder would raise.
@@ -205,6 +211,7 @@ class PyReader {
 
   py::bytes Read(uint64_t i) const {
     Record r = GetRecord(i);
+    if (r.codec == Codec::kZstd) return ReadGrown(r);
     py::bytes out = py::reinterpret_steal<py::bytes>(PyBytes_FromStringAndSize(
         nullptr, static_cast<py::ssize_t>(r.original_length)));
     if (!out) throw py::error_already_set();
@@ -218,16 +225,33 @@ class PyReader {
     return out;
   }
 
+  // A zstd record: decoded into a string grown as its frame produces bytes
+  // (original_length sizes nothing), then copied into the bytes object.
+  py::bytes ReadGrown(const Record& r) const {
+    std::string bytes;
+    Status s;
+    {
+      py::gil_scoped_release nogil;
+      s = reader_->Read(r, &bytes);
+    }
+    Check(s);
+    return py::bytes(bytes);
+  }
+
   // Reads the records `indices` on up to `threads` threads (one pread each,
   // several in flight: what hides a network file system's round trips),
-  // straight into the returned bytes objects, with one GIL release.
+  // with one GIL release: raw records straight into the returned bytes
+  // objects, zstd records into strings grown as their frames produce bytes
+  // (original_length sizes nothing), copied into bytes objects afterwards.
   py::list ReadBatch(const std::vector<uint64_t>& indices, int threads) const {
     const size_t n = indices.size();
     std::vector<Record> recs(n);
-    std::vector<char*> dst(n);
+    std::vector<char*> dst(n, nullptr);
+    std::vector<std::string> grown(n);
     py::list out(n);
     for (size_t k = 0; k < n; ++k) {
       recs[k] = GetRecord(indices[k]);
+      if (recs[k].codec == Codec::kZstd) continue;  // filled in below
       PyObject* b = PyBytes_FromStringAndSize(
           nullptr, static_cast<py::ssize_t>(recs[k].original_length));
       if (b == nullptr) throw py::error_already_set();
@@ -240,11 +264,21 @@ class PyReader {
       std::atomic<bool> failed{false};
       ParallelFor(n, threads, [&](size_t k) {
         if (failed.load(std::memory_order_relaxed)) return;
-        status[k] = reader_->Read(recs[k], dst[k], recs[k].original_length);
+        status[k] = dst[k] != nullptr ? reader_->Read(recs[k], dst[k],
+                                                      recs[k].original_length)
+                                      : reader_->Read(recs[k], &grown[k]);
         if (!status[k].ok()) failed = true;
       });
     }
     for (const Status& s : status) Check(s);  // the first failure, in order
+    for (size_t k = 0; k < n; ++k) {
+      if (dst[k] != nullptr) continue;
+      PyObject* b = PyBytes_FromStringAndSize(
+          grown[k].data(), static_cast<py::ssize_t>(grown[k].size()));
+      if (b == nullptr) throw py::error_already_set();
+      PyList_SET_ITEM(out.ptr(), static_cast<py::ssize_t>(k), b);  // steals
+      std::string().swap(grown[k]);
+    }
     return out;
   }
 

@@ -5,11 +5,13 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -17,9 +19,16 @@
 #include <cstring>
 #include <fstream>
 #include <future>
+
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+
+#include "ufspack/builder.h"
+#include "ufspack/coding.h"
+#include "ufspack/format.h"
+#include "ufspack/reader.h"
 
 extern char** environ;
 
@@ -432,6 +441,106 @@ bool ReturnsWithin(int seconds, const std::function<void()>& fn,
   }
   done.get();
   return false;
+
+std::string ZstdFrameDeclaring(const std::string& content,
+                               uint64_t declared_size) {
+  std::string f;
+  char b8[8];
+  EncodeFixed32(b8, 0xFD2FB528u);  // zstd magic
+  f.append(b8, 4);
+  f += static_cast<char>(0xC0);    // 8-byte content size, not single segment
+  f += static_cast<char>(7 << 3);  // window 2^(10+7) = 128 KiB
+  EncodeFixed64(b8, declared_size);
+  f.append(b8, 8);
+  constexpr size_t kMaxBlock = 128 << 10;
+  size_t pos = 0;
+  do {
+    const size_t n = std::min(kMaxBlock, content.size() - pos);
+    const bool last = pos + n == content.size();
+    const uint32_t header = (last ? 1u : 0u) | (0u << 1) |  // raw block
+                            static_cast<uint32_t>(n << 3);
+    f += static_cast<char>(header & 0xff);
+    f += static_cast<char>((header >> 8) & 0xff);
+    f += static_cast<char>((header >> 16) & 0xff);
+    f.append(content, pos, n);
+    pos += n;
+  } while (pos < content.size());
+  return f;
+}
+
+void WriteShortZstdFramePack(const std::string& dir, size_t content_bytes,
+                             bool forged_header, uint64_t* claimed) {
+  const std::string content = RandomBytes(content_bytes, 11);
+  // The header's size field has a fixed width, so the frame's length does
+  // not depend on the size it declares.
+  const uint64_t stored = ZstdFrameDeclaring(content, 0).size();
+  const uint64_t claim = 32768 * stored;
+  const std::string frame =
+      ZstdFrameDeclaring(content, forged_header ? claim : content.size());
+  if (claimed != nullptr) *claimed = claim;
+
+  PackWriterOptions options;
+  options.flat = true;  // and compress = false: both records stored raw
+  std::unique_ptr<PackWriter> w;
+  Status s = PackWriter::Create(dir, options, &w);
+  if (s.ok()) s = w->Add("hostile.bin", kNoLabel, frame);
+  if (s.ok()) s = w->Add("ok.txt", kNoLabel, "ten bytes!");
+  if (s.ok()) s = w->Finish();
+  if (!s.ok()) throw std::runtime_error(s.ToString());
+  uint64_t i = 0;
+  {
+    std::unique_ptr<Reader> r;
+    s = Reader::Open(dir, {}, &r);
+    if (s.ok()) s = r->Find("hostile.bin", &i);
+    if (!s.ok()) throw std::runtime_error(s.ToString());
+  }
+  // Turn the raw entry into a zstd entry claiming the maximum expansion
+  // (RecordEntry fields: original_length at 16, codec at 52), then reseal
+  // the index body and header checksums.
+  const std::string index_path = dir + "/" + kIndexFileName;
+  std::string b = ReadFile(index_path);
+  std::string_view in(b);
+  IndexHeader h;
+  s = h.DecodeFrom(&in);
+  if (!s.ok()) throw std::runtime_error(s.ToString());
+  const uint64_t entry = h.records.offset + i * RecordEntry::kEncodedLength;
+  EncodeFixed64(&b[entry + 16], claim);
+  b[entry + 52] = static_cast<char>(Codec::kZstd);
+  constexpr uint64_t kBody = IndexHeader::kEncodedLength;
+  EncodeFixed64(&b[IndexHeader::kHeaderChecksumOffset - 8],
+                Checksum64(b.data() + kBody, b.size() - kBody));
+  EncodeFixed64(&b[IndexHeader::kHeaderChecksumOffset],
+                Checksum64(b.data(), IndexHeader::kHeaderChecksumOffset));
+  WriteFile(index_path, b);
+}
+
+int RunWithAddressSpaceLimit(uint64_t limit_bytes,
+                             const std::function<int()>& fn) {
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) Die("fork");
+  if (pid == 0) {
+    struct rlimit rl;
+    rl.rlim_cur = rl.rlim_max = limit_bytes;
+    if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(125);
+    const int code = fn();
+    std::fflush(nullptr);
+    _exit(code);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+CommandResult RunCliWithAddressSpaceLimit(
+    uint64_t limit_bytes, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {
+      "/bin/sh", "-c",
+      "ulimit -v " + std::to_string(limit_bytes / 1024) + " && exec \"$@\"",
+      "sh", UFSPACK_CLI_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return Run(argv);
 }
 
 std::string SharedPhotosTar() {

@@ -93,6 +93,53 @@ void MakeFifo(const std::string& path);
 bool ReturnsWithin(int seconds, const std::function<void()>& fn,
                    const std::vector<std::string>& fifos);
 
+// --- Hostile zstd records ---------------------------------------------------
+
+// A zstd frame holding `content` in raw blocks, with a 128 KiB window, whose
+// header declares `declared_size` bytes of content (what
+// ZSTD_getFrameContentSize returns), true or not.
+std::string ZstdFrameDeclaring(const std::string& content,
+                               uint64_t declared_size);
+
+// Writes a flat pack into `dir` with two records: "hostile.bin", codec zstd,
+// whose entry claims original_length = 32768 x stored_length (the largest
+// the format allows) while its frame really holds `content_bytes` random
+// bytes, and "ok.txt", 10 raw bytes.  With `forged_header` the frame header
+// declares the same claimed size as the entry, so only decoding can tell;
+// otherwise it declares the truth.  The record checksums, the index body
+// checksum and the header checksum are all valid, so every check behind
+// them is reached.  Sets *claimed (if given) to the claimed length.
+void WriteShortZstdFramePack(const std::string& dir, size_t content_bytes,
+                             bool forged_header, uint64_t* claimed = nullptr);
+
+// True in ASan, TSan and MSan builds: their shadow memory reserves terabytes
+// of address space, so no RLIMIT_AS (ulimit -v) test can run there.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitizerReservesAddressSpace = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+constexpr bool kSanitizerReservesAddressSpace = true;
+#else
+constexpr bool kSanitizerReservesAddressSpace = false;
+#endif
+#else
+constexpr bool kSanitizerReservesAddressSpace = false;
+#endif
+constexpr const char* kNoAddressSpaceLimitUnderSanitizers =
+    "address-space limits (RLIMIT_AS) cannot work under ASan/TSan/MSan, "
+    "whose shadow memory reserves terabytes; run this test in a plain build";
+
+// Runs fn() in a forked child under setrlimit(RLIMIT_AS, limit_bytes) and
+// returns its exit code: fn()'s result, or -1 if the child was killed by a
+// signal (as std::bad_alloc, uncaught, aborts it).
+int RunWithAddressSpaceLimit(uint64_t limit_bytes,
+                             const std::function<int()>& fn);
+
+// RunCli() with the CLI under the same limit (sh's ulimit -v).
+CommandResult RunCliWithAddressSpaceLimit(uint64_t limit_bytes,
+                                          const std::vector<std::string>& args);
+
 // Path of ../shared/data/cats_and_dogs_filtered.tar beside the source
 // tree, or "" when absent.
 std::string SharedPhotosTar();

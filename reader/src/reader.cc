@@ -27,6 +27,12 @@ namespace {
 // allocation a damaged index can ask for.
 constexpr uint64_t kMaxZstdExpansion = 32768;
 
+// The smallest zstd frame: 4-byte magic, 2-byte frame header (descriptor and
+// window or 1-byte content size) and a 3-byte last block header.  Only named
+// in messages: the format requires stored_length >= 1, and a shorter frame
+// is caught when it is decoded.
+constexpr uint64_t kMinZstdFrame = 9;
+
 std::string DirName(const std::string& path) {
   size_t slash = path.find_last_of('/');
   if (slash == std::string::npos) return ".";
@@ -52,6 +58,25 @@ std::string& ThreadScratch() {
 }
 
 }  // namespace
+
+namespace internal {
+
+// Where a zstd record's decompressed bytes go.  The decoder asks for room
+// only as output really comes out of the frame, so nothing is ever sized
+// from original_length (which a hostile index and frame header may both
+// claim to be 32768 times the stored bytes) before the bytes exist.
+class ZstdOutput {
+ public:
+  virtual ~ZstdOutput() = default;
+  // Room for the next output bytes, `produced` bytes having been written
+  // so far: sets *dst and *size, 1 <= *size <= remaining.
+  virtual Status Room(uint64_t produced, uint64_t remaining, char** dst,
+                      size_t* size) = 0;
+  // The first `n` bytes of the last room hold output.
+  virtual Status Filled(size_t n) = 0;
+};
+
+}  // namespace internal
 
 Status ResolvePackPath(const std::string& path, std::string* index_path,
                        std::string* data_path) {
@@ -265,12 +290,21 @@ Status Reader::GetRecord(uint64_t i, Record* record) const {
                        std::to_string(info_.class_count));
   }
   if (e.codec == Codec::kZstd) {
-    if (e.stored_length == 0 ||
-        e.original_length / kMaxZstdExpansion > e.stored_length) {
+    if (e.stored_length == 0) {
       return Corrupt(i, name,
-                     "zstd record of " + std::to_string(e.stored_length) +
-                         " bytes cannot expand to " +
-                         std::to_string(e.original_length));
+                     "codec zstd with stored_length " +
+                         std::to_string(e.stored_length) +
+                         ": a zstd frame needs at least " +
+                         std::to_string(kMinZstdFrame) + " bytes");
+    }
+    if (e.original_length / kMaxZstdExpansion > e.stored_length) {
+      return Corrupt(i, name,
+                     "codec zstd with stored_length " +
+                         std::to_string(e.stored_length) +
+                         " cannot expand to original_length " +
+                         std::to_string(e.original_length) +
+                         " (a zstd frame expands at most " +
+                         std::to_string(kMaxZstdExpansion) + " times)");
     }
   }
   record->index = i;
@@ -390,9 +424,9 @@ Status BadFrame(const std::string& data_name, const Record& r,
 }
 
 // Checks that the zstd frame in frame[0, r.stored_length) declares exactly
-// r.original_length bytes of content.  Done before any output buffer is
-// sized from original_length, so a damaged length cannot cause a large
-// allocation.
+// r.original_length bytes of content.  Necessary, not sufficient: the frame
+// header is as untrusted as the index, so ZstdRecordDecoder below also never
+// allocates more than the frame has actually produced.
 Status CheckFrameSize(const std::string& data_name, const Record& r,
                       const char* frame) {
   const unsigned long long content =
@@ -409,31 +443,155 @@ Status CheckFrameSize(const std::string& data_name, const Record& r,
   return Status::OK();
 }
 
-// Decompresses the frame into dst[0, r.original_length).
-Status Decompress(const std::string& data_name, const Record& r,
-                  const char* frame, char* dst) {
+// The caller's buffer of at least original_length bytes: one room, so zstd
+// decodes the whole frame in one pass straight into it.
+class BufferOutput : public internal::ZstdOutput {
+ public:
+  explicit BufferOutput(char* dst) : dst_(dst) {}
+  Status Room(uint64_t produced, uint64_t remaining, char** dst,
+              size_t* size) override {
+    *dst = dst_ + produced;
+    *size = static_cast<size_t>(remaining);
+    return Status::OK();
+  }
+  Status Filled(size_t) override { return Status::OK(); }
+
+ private:
+  char* const dst_;
+};
+
+// A string grown geometrically as output arrives: first at most
+// kFirstRoom bytes, then doubling, never past original_length.  A record of
+// at most kFirstRoom bytes is still decoded in one pass.
+class StringOutput : public internal::ZstdOutput {
+ public:
+  static constexpr uint64_t kFirstRoom = uint64_t{1} << 20;
+  explicit StringOutput(std::string* out) : out_(out) { out_->clear(); }
+  Status Room(uint64_t produced, uint64_t remaining, char** dst,
+              size_t* size) override {
+    const uint64_t grow = std::min(remaining, std::max(kFirstRoom, produced));
+    out_->resize(static_cast<size_t>(produced + grow));
+    *dst = out_->data() + produced;
+    *size = static_cast<size_t>(grow);
+    return Status::OK();
+  }
+  Status Filled(size_t n) override {
+    filled_ += n;
+    return Status::OK();
+  }
+  // Drops the unfilled tail of the last room.
+  void Trim() { out_->resize(static_cast<size_t>(filled_)); }
+
+ private:
+  std::string* const out_;
+  uint64_t filled_ = 0;
+};
+
+// Pieces of at most kPiece bytes handed to a sink, through one buffer.
+class SinkOutput : public internal::ZstdOutput {
+ public:
+  static constexpr size_t kPiece = 128 << 10;
+  explicit SinkOutput(const std::function<Status(std::string_view)>& sink)
+      : sink_(sink) {}
+  Status Room(uint64_t, uint64_t remaining, char** dst, size_t* size) override {
+    *size = static_cast<size_t>(std::min<uint64_t>(remaining, kPiece));
+    if (buffer_.size() < *size) buffer_.resize(*size);
+    *dst = buffer_.data();
+    return Status::OK();
+  }
+  Status Filled(size_t n) override {
+    return n == 0 ? Status::OK() : sink_(std::string_view(buffer_.data(), n));
+  }
+
+ private:
+  const std::function<Status(std::string_view)>& sink_;
+  std::string buffer_;
+};
+
+// The one zstd read path.  Checks the frame header against the entry, then
+// decodes frame[0, r.stored_length) (already read and checksummed) with
+// ZSTD_decompressStream into the rooms `output` gives, and checks that
+// exactly original_length bytes come out: a frame that ends early, or goes
+// on past the end, is Corruption naming the data file, record, offset and
+// both sizes.  Memory: the output's rooms plus zstd's window buffer, which
+// zstd bounds (2^27 bytes by default) whatever the frame claims.
+Status DecodeZstdRecord(const std::string& data_name, const Record& r,
+                        const char* frame, internal::ZstdOutput* output) {
+  UFSPACK_RETURN_IF_ERROR(CheckFrameSize(data_name, r, frame));
   ZSTD_DCtx* dctx = ThreadDCtx();
   if (dctx == nullptr)
     return Status::IOError("out of memory (ZSTD_createDCtx)");
-  // Bound the output by the record's length, not the buffer's capacity:
-  // zstd may use spare room at the end of its output buffer as workspace,
-  // and the caller's bytes past original_length must stay untouched.
-  size_t n =
-      ZSTD_decompressDCtx(dctx, dst, static_cast<size_t>(r.original_length),
-                          frame, r.stored_length);
-  if (ZSTD_isError(n)) {
-    return BadFrame(data_name, r, std::string("zstd: ") + ZSTD_getErrorName(n));
+  ZSTD_DCtx_reset(dctx, ZSTD_reset_session_only);
+  const uint64_t expected = r.original_length;
+  auto sizes = [&](uint64_t found) {
+    return "expected " + std::to_string(expected) + " bytes, found " +
+           std::to_string(found);
+  };
+  ZSTD_inBuffer in{frame, static_cast<size_t>(r.stored_length), 0};
+  uint64_t produced = 0;
+  size_t ret = 1;  // 0 once the last frame is complete
+  char spill[1];   // catches output past original_length
+  for (;;) {
+    ZSTD_outBuffer out{spill, sizeof(spill), 0};
+    const bool past_end = produced == expected;
+    if (!past_end) {
+      char* dst = nullptr;
+      size_t size = 0;
+      UFSPACK_RETURN_IF_ERROR(
+          output->Room(produced, expected - produced, &dst, &size));
+      out = ZSTD_outBuffer{dst, size, 0};
+    }
+    bool stalled = false;
+    while (out.pos < out.size && !(ret == 0 && in.pos == in.size)) {
+      const size_t in_before = in.pos, out_before = out.pos;
+      ret = ZSTD_decompressStream(dctx, &out, &in);
+      if (ZSTD_isError(ret)) {
+        if (!past_end) UFSPACK_RETURN_IF_ERROR(output->Filled(out.pos));
+        produced += past_end ? 0 : out.pos;
+        // zstd checks the declared size when it decodes the last block,
+        // before handing that block out, so `produced` may miss up to one
+        // block (128 KiB) of what the frame holds.
+        return BadFrame(
+            data_name, r,
+            "zstd frame ends early or is damaged: " + sizes(produced) +
+                " before zstd stopped (" + ZSTD_getErrorName(ret) + ")");
+      }
+      if (in.pos == in_before && out.pos == out_before) {
+        stalled = true;  // input used up inside a frame
+        break;
+      }
+    }
+    if (past_end) {
+      if (out.pos > 0) {
+        return BadFrame(data_name, r,
+                        "zstd frame goes on past its size: expected " +
+                            std::to_string(expected) + " bytes, found more");
+      }
+    } else {
+      UFSPACK_RETURN_IF_ERROR(output->Filled(out.pos));
+      produced += out.pos;
+    }
+    if (stalled) {
+      return BadFrame(data_name, r, "zstd frame truncated: " + sizes(produced));
+    }
+    if (ret == 0 && in.pos == in.size) break;
   }
-  if (n != r.original_length) {
-    return BadFrame(data_name, r,
-                    "decompressed to " + std::to_string(n) +
-                        " bytes, expected " +
-                        std::to_string(r.original_length));
+  if (produced != expected) {
+    return BadFrame(data_name, r, "zstd frame ends early: " + sizes(produced));
   }
   return Status::OK();
 }
 
 }  // namespace
+
+// Reads and checksums the stored frame of zstd record `r` into a per-thread
+// buffer, then decodes it into `output`.
+Status Reader::ReadZstd(const Record& r, internal::ZstdOutput* output) const {
+  std::string& scratch = ThreadScratch();
+  if (scratch.size() < r.stored_length) scratch.resize(r.stored_length);
+  UFSPACK_RETURN_IF_ERROR(ReadStored(r, scratch.data()));
+  return DecodeZstdRecord(data_->name(), r, scratch.data(), output);
+}
 
 Status Reader::Read(const Record& r, char* dst, size_t capacity) const {
   if (capacity < r.original_length) {
@@ -446,11 +604,8 @@ Status Reader::Read(const Record& r, char* dst, size_t capacity) const {
   if (r.codec == Codec::kRaw) {
     s = ReadStored(r, dst);
   } else {
-    std::string& scratch = ThreadScratch();
-    if (scratch.size() < r.stored_length) scratch.resize(r.stored_length);
-    s = ReadStored(r, scratch.data());
-    if (s.ok()) s = CheckFrameSize(data_->name(), r, scratch.data());
-    if (s.ok()) s = Decompress(data_->name(), r, scratch.data(), dst);
+    BufferOutput output(dst);
+    s = ReadZstd(r, &output);
   }
   // The pread (or decompression) writes straight into dst: after an error,
   // never leave part of a record (or of a damaged one) there.
@@ -470,17 +625,17 @@ Status Reader::Read(uint64_t i, char* dst, size_t capacity,
 Status Reader::Read(uint64_t i, std::string* out) const {
   Record r;
   UFSPACK_RETURN_IF_ERROR(GetRecord(i, &r));
+  return Read(r, out);
+}
+
+Status Reader::Read(const Record& r, std::string* out) const {
   Status s;
   if (r.codec == Codec::kZstd) {
-    // Read and check the frame before sizing *out from original_length.
-    std::string& scratch = ThreadScratch();
-    if (scratch.size() < r.stored_length) scratch.resize(r.stored_length);
-    s = ReadStored(r, scratch.data());
-    if (s.ok()) s = CheckFrameSize(data_->name(), r, scratch.data());
-    if (s.ok()) {
-      out->resize(static_cast<size_t>(r.original_length));
-      s = Decompress(data_->name(), r, scratch.data(), out->data());
-    }
+    // Grown as the frame really produces bytes, never sized from
+    // original_length up front.
+    StringOutput output(out);
+    s = ReadZstd(r, &output);
+    output.Trim();
   } else {
     out->resize(static_cast<size_t>(r.original_length));
     s = ReadStored(r, out->data());
@@ -489,23 +644,34 @@ Status Reader::Read(uint64_t i, std::string* out) const {
   return s;
 }
 
+Status Reader::Stream(
+    const Record& r,
+    const std::function<Status(std::string_view)>& sink) const {
+  if (r.codec == Codec::kZstd) {
+    SinkOutput output(sink);
+    return ReadZstd(r, &output);
+  }
+  // Raw: stored_length bytes really are in the data file.
+  std::string buf(static_cast<size_t>(r.stored_length), '\0');
+  UFSPACK_RETURN_IF_ERROR(ReadStored(r, buf.data()));
+  return sink(buf);
+}
+
 Status Reader::ReadBatch(const uint64_t* indices, size_t count, Batch* out,
                          int threads) const {
   // On any error *out is left empty, never half filled.
   out->data.clear();
   out->offsets.clear();
   std::vector<Record> records(count);
-  std::vector<uint64_t> offsets(count + 1, 0);
   // Each length is <= 32768 * data size, but their sum may still exceed
   // what one buffer can hold (or wrap around): refuse before allocating.
   const uint64_t limit = static_cast<uint64_t>(out->data.max_size());
-  uint64_t total = 0;
+  uint64_t claimed = 0;
   bool any_zstd = false;
   for (size_t k = 0; k < count; ++k) {
     UFSPACK_RETURN_IF_ERROR(GetRecord(indices[k], &records[k]));
     any_zstd |= records[k].codec == Codec::kZstd;
-    offsets[k] = total;
-    if (records[k].original_length > limit - total) {
+    if (records[k].original_length > limit - claimed) {
       return Status::InvalidArgument(
           "batch of " + std::to_string(count) + " records exceeds " +
           std::to_string(limit) + " bytes at record " +
@@ -513,9 +679,8 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, Batch* out,
           EscapeBytes(records[k].name) + "' (" +
           std::to_string(records[k].original_length) + " bytes)");
     }
-    total += records[k].original_length;
+    claimed += records[k].original_length;
   }
-  offsets[count] = total;
 
   // Runs body(k) for every k on `threads` threads; the first error wins.
   auto for_each = [&](const std::function<Status(size_t)>& body) -> Status {
@@ -538,33 +703,38 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, Batch* out,
     return first_error;
   };
 
-  // As in Read(), a zstd record's original_length is trusted only once its
-  // frame (read and checksummed) declares that content size: the frames are
-  // read and checked before the batch buffer is sized, so a damaged index
-  // cannot make that buffer 32768 times the data the records point at.
-  // Still one pread per record; the frames are held until decompressed.
-  // A batch of raw records (the usual case) skips this pass.
-  std::vector<std::string> frames(any_zstd ? count : 0);
+  // A zstd record's original_length is not trusted to size anything: the
+  // zstd records are decoded first, each into its own string grown as its
+  // frame really produces bytes, and the batch buffer is sized from what
+  // they produced (plus the raw lengths, which are bytes in the data file).
+  // Still one pread per record; a batch of raw records (the usual case)
+  // skips this pass and reads straight into the batch buffer.
+  std::vector<std::string> decoded(any_zstd ? count : 0);
   Status s;
   if (any_zstd) {
     s = for_each([&](size_t k) -> Status {
-      const Record& r = records[k];
-      if (r.codec != Codec::kZstd) return Status::OK();
-      frames[k].resize(static_cast<size_t>(r.stored_length));
-      UFSPACK_RETURN_IF_ERROR(ReadStored(r, frames[k].data()));
-      return CheckFrameSize(data_->name(), r, frames[k].data());
+      if (records[k].codec != Codec::kZstd) return Status::OK();
+      return Read(records[k], &decoded[k]);
     });
   }
   if (s.ok()) {
+    std::vector<uint64_t> offsets(count + 1, 0);
+    uint64_t total = 0;
+    for (size_t k = 0; k < count; ++k) {
+      offsets[k] = total;
+      total += records[k].codec == Codec::kZstd ? decoded[k].size()
+                                                : records[k].original_length;
+    }
+    offsets[count] = total;
     out->offsets = std::move(offsets);
     out->data.resize(static_cast<size_t>(total));
     s = for_each([&](size_t k) -> Status {
-      const Record& r = records[k];
       char* dst = out->data.data() + out->offsets[k];
-      if (r.codec == Codec::kZstd) {
-        return Decompress(data_->name(), r, frames[k].data(), dst);
+      if (records[k].codec == Codec::kZstd) {
+        std::memcpy(dst, decoded[k].data(), decoded[k].size());
+        return Status::OK();
       }
-      return ReadStored(r, dst);
+      return ReadStored(records[k], dst);
     });
   }
   if (!s.ok()) {

@@ -253,6 +253,73 @@ TEST_F(CliTest, VerifyReportsCorruptRecordPrecisely) {
   EXPECT_EQ(c.out, "");
 }
 
+// A zstd record claiming original_length = 32768 x stored_length (the
+// format's bound) whose frame holds far less (tests/testutil.h): verify,
+// extract and cat report it as corruption (exit 3) naming the record, and
+// extract leaves no file for it.  1000 content bytes: runs in every build.
+TEST(CliHostileZstd, ShortFrameIsReportedByVerifyExtractAndCat) {
+  for (bool forged : {true, false}) {
+    SCOPED_TRACE(forged ? "forged header" : "honest header");
+    TempDir tmp;
+    const std::string pack = tmp / "pack";
+    uint64_t claimed = 0;
+    test::WriteShortZstdFramePack(pack, 1000, forged, &claimed);
+    const std::string why =
+        forged ? "zstd frame ends early or is damaged: expected " +
+                     std::to_string(claimed)
+               : "zstd frame content size: expected " +
+                     std::to_string(claimed) + ", found 1000";
+    CommandResult v = RunCli({"verify", pack});
+    EXPECT_EQ(v.exit_code, 3) << v.out << v.err;
+    EXPECT_TRUE(Contains(v.out, "CORRUPT: 1 problem found")) << v.out;
+    EXPECT_TRUE(Contains(v.out, "record 0 'hostile.bin' at offset 64"))
+        << v.out;
+    EXPECT_TRUE(Contains(v.out, why)) << v.out;
+    CommandResult x = RunCli({"extract", "-q", pack, tmp / "out"});
+    EXPECT_EQ(x.exit_code, 3) << x.err;
+    EXPECT_TRUE(Contains(x.err, "record 0 'hostile.bin'")) << x.err;
+    EXPECT_TRUE(Contains(x.err, why)) << x.err;
+    EXPECT_FALSE(test::Exists(tmp / "out/hostile.bin"));
+    CommandResult c = RunCli({"cat", pack, "hostile.bin"});
+    EXPECT_EQ(c.exit_code, 3) << c.err;
+    EXPECT_TRUE(Contains(c.err, why)) << c.err;
+    EXPECT_LE(c.out.size(), 1000u);  // at most what the frame really holds
+    CommandResult ok = RunCli({"cat", pack, "ok.txt"});
+    EXPECT_EQ(ok.exit_code, 0);
+    EXPECT_EQ(ok.out, "ten bytes!");
+  }
+}
+
+// The hostile-pack review's case: a 140 KB frame claiming 4.6 GB.  Under a
+// 1 GiB address-space limit, verify, extract and cat must still report the
+// record (exit 3), not die of std::bad_alloc (exit 134, seen here as -1:
+// killed by SIGABRT).
+TEST(CliHostileZstd, ShortFrameUnderOneGiBAddressSpace) {
+  if (test::kSanitizerReservesAddressSpace) {
+    GTEST_SKIP() << test::kNoAddressSpaceLimitUnderSanitizers;
+  }
+  for (bool forged : {true, false}) {
+    SCOPED_TRACE(forged ? "forged header" : "honest header");
+    TempDir tmp;
+    const std::string pack = tmp / "pack";
+    uint64_t claimed = 0;
+    test::WriteShortZstdFramePack(pack, 140000, forged, &claimed);
+    ASSERT_GT(claimed, uint64_t{4} << 30);
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"verify", pack},
+          std::vector<std::string>{"extract", "-q", pack, tmp / "out"},
+          std::vector<std::string>{"cat", pack, "hostile.bin"}}) {
+      SCOPED_TRACE(args[0]);
+      CommandResult r = test::RunCliWithAddressSpaceLimit(1u << 30, args);
+      EXPECT_EQ(r.exit_code, 3) << r.err;
+      EXPECT_TRUE(Contains(r.out + r.err, "record 0 'hostile.bin'"))
+          << r.out << r.err;
+      EXPECT_FALSE(Contains(r.err, "bad_alloc")) << r.err;
+    }
+    EXPECT_FALSE(test::Exists(tmp / "out/hostile.bin"));
+  }
+}
+
 TEST_F(CliTest, VerifyTruncatedIndexIsCorrupt) {
   ASSERT_EQ(Build().exit_code, 0);
   test::Truncate(pack_ + "/index.ufs",

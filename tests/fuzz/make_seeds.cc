@@ -17,6 +17,7 @@
 
 #include "pack_fuzzer.h"
 #include "ufspack/builder.h"
+#include "ufspack/coding.h"
 #include "ufspack/format.h"
 #include "ufspack/status.h"
 
@@ -42,9 +43,12 @@ std::string Text(size_t n, char seed) {
 
 // Builds a pack in `tmp`/`name` with `fill`, and writes it to `out`/`name`
 // as a fuzzer input with `flags`.
+// `patch`, if given, edits the index bytes before they are written (the
+// harness's fix-ups then reseal what the flags ask for).
 bool Seed(const std::string& tmp, const std::string& out,
           const std::string& name, const PackWriterOptions& options,
-          uint8_t flags, const std::function<Status(PackWriter*)>& fill) {
+          uint8_t flags, const std::function<Status(PackWriter*)>& fill,
+          const std::function<void(std::string*)>& patch = nullptr) {
   const std::string dir = tmp + "/" + name;
   std::unique_ptr<PackWriter> w;
   Status s = PackWriter::Create(dir, options, &w);
@@ -54,13 +58,33 @@ bool Seed(const std::string& tmp, const std::string& out,
     std::fprintf(stderr, "%s: %s\n", name.c_str(), s.ToString().c_str());
     return false;
   }
+  std::string index = ReadAll(dir + "/" + ufspack::kIndexFileName);
+  if (patch) patch(&index);
   const std::string input = ufspack::fuzz::MakeInput(
-      flags, ReadAll(dir + "/" + ufspack::kIndexFileName),
-      ReadAll(dir + "/" + ufspack::kDataFileName));
+      flags, index, ReadAll(dir + "/" + ufspack::kDataFileName));
   std::ofstream f(out + "/" + name, std::ios::binary);
   f.write(input.data(), static_cast<std::streamsize>(input.size()));
   std::printf("%s/%s: %zu bytes\n", out.c_str(), name.c_str(), input.size());
   return static_cast<bool>(f);
+}
+
+// A zstd frame that really holds `n` bytes (one RLE block of `byte`) but
+// whose header declares `declared` bytes of content.
+std::string ShortZstdFrame(uint32_t n, char byte, uint64_t declared) {
+  char b[8];
+  std::string f;
+  ufspack::EncodeFixed32(b, 0xFD2FB528u);  // magic
+  f.append(b, 4);
+  f += static_cast<char>(0xC0);    // 8-byte content size, not single segment
+  f += static_cast<char>(7 << 3);  // window 128 KiB
+  ufspack::EncodeFixed64(b, declared);
+  f.append(b, 8);
+  const uint32_t block = 1u | (1u << 1) | (n << 3);  // last, RLE, n bytes
+  f += static_cast<char>(block & 0xff);
+  f += static_cast<char>((block >> 8) & 0xff);
+  f += static_cast<char>((block >> 16) & 0xff);
+  f += byte;
+  return f;
 }
 
 }  // namespace
@@ -134,6 +158,24 @@ int main(int argc, char** argv) {
     UFSPACK_RETURN_IF_ERROR(w->Add("b/0.jpg", 1, "raw bytes"));
     return w->Add("b/1.jpg", 1, Text(600, 'n'));
   });
+  // A zstd record at the format's expansion bound: entry and frame header
+  // both claim 32768 x its 18 stored bytes, the frame holds 1000 (written
+  // raw, then its entry made zstd: codec at 52, original_length at 16 of
+  // the first record entry, at 176).  Reading it must report the early end
+  // without allocating the claimed size (docs/reliability.md).
+  const uint64_t claimed = 32768 * ShortZstdFrame(1000, 'z', 0).size();
+  ok &= Seed(
+      tmp, out, "zstd-short-frame", flat, all,
+      [&](PackWriter* w) {
+        UFSPACK_RETURN_IF_ERROR(
+            w->Add("a.short", kNo, ShortZstdFrame(1000, 'z', claimed)));
+        return w->Add("b.raw", kNo, "raw");
+      },
+      [&](std::string* index) {
+        const size_t entry = ufspack::IndexHeader::kEncodedLength;
+        ufspack::EncodeFixed64(&(*index)[entry + 16], claimed);
+        (*index)[entry + 52] = static_cast<char>(ufspack::Codec::kZstd);
+      });
   std::string cleanup = "rm -rf '" + tmp + "'";
   if (std::system(cleanup.c_str()) != 0) ok = false;
   return ok ? 0 : 1;

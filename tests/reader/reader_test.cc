@@ -162,6 +162,7 @@ void ResealIndex(const std::string& index_path) {
 
 // Byte offsets of the fields of a record entry (docs/format.md).
 constexpr uint64_t kOffsetField = 0;
+constexpr uint64_t kStoredLengthField = 8;
 constexpr uint64_t kOriginalLengthField = 16;
 constexpr uint64_t kChecksumField = 24;
 constexpr uint64_t kNameOffsetField = 32;
@@ -1353,6 +1354,124 @@ TEST_F(ReaderTest, ReadBatchChecksZstdLengthsBeforeAllocating) {
     EXPECT_EQ(batch.size(), 0u);
     EXPECT_LT(batch.data.capacity(), size_t{1} << 20);
   }
+}
+
+// A zstd record whose entry claims the largest expansion the format allows
+// (original_length = 32768 x stored_length) and whose frame header declares
+// the same, while the frame really holds 1000 bytes: the header check
+// passes, so only decoding can tell.  Read must report the early end, and
+// must not have sized anything from the claimed 33 MB.
+TEST(ReaderHostileZstdTest, ShortFrameWithForgedHeaderIsCorruption) {
+  TempDir tmp;
+  uint64_t claimed = 0;
+  test::WriteShortZstdFramePack(tmp / "pack", 1000, /*forged_header=*/true,
+                                &claimed);
+  std::unique_ptr<Reader> r;
+  ASSERT_TRUE(OpenPack(tmp / "pack", &r).ok());
+  Record rec;
+  ASSERT_TRUE(r->GetRecord(0, &rec).ok());
+  ASSERT_EQ(rec.codec, Codec::kZstd);
+  ASSERT_EQ(rec.original_length, claimed);
+  std::string out;
+  Status s = r->Read(0, &out);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(), tmp / "pack/data.ufs"));
+  EXPECT_TRUE(Contains(s.message(), "record 0 'hostile.bin'"));
+  EXPECT_TRUE(Contains(s.message(), "at offset " + std::to_string(rec.offset)));
+  EXPECT_TRUE(
+      Contains(s.message(), "zstd frame ends early or is damaged: expected " +
+                                std::to_string(claimed) + " bytes, found "));
+  EXPECT_TRUE(out.empty());
+  EXPECT_LT(out.capacity(), size_t{4} << 20);  // nothing sized to `claimed`
+  // The other record still reads.
+  EXPECT_TRUE(r->Read(1, &out).ok());
+  EXPECT_EQ(out, "ten bytes!");
+}
+
+TEST(ReaderHostileZstdTest, ReadBatchOfShortFrameIsCorruption) {
+  TempDir tmp;
+  test::WriteShortZstdFramePack(tmp / "pack", 1000, /*forged_header=*/true);
+  std::unique_ptr<Reader> r;
+  ASSERT_TRUE(OpenPack(tmp / "pack", &r).ok());
+  std::vector<uint64_t> indices = {1, 0, 1, 0};
+  for (int threads : {1, 4}) {
+    SCOPED_TRACE(threads);
+    Batch batch;
+    Status s = r->ReadBatch(indices.data(), indices.size(), &batch, threads);
+    EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+    EXPECT_TRUE(Contains(s.message(), "record 0 'hostile.bin'"));
+    EXPECT_TRUE(Contains(s.message(), "zstd frame ends early or is damaged"));
+    EXPECT_EQ(batch.size(), 0u);
+    EXPECT_LT(batch.data.capacity(), size_t{4} << 20);
+  }
+}
+
+// The same record at the size of the hostile-pack review (a 140 KB frame
+// claiming 4.6 GB), read under a 1 GiB address-space limit in a child
+// process: every whole-record path must give Corruption, not abort on
+// std::bad_alloc.  Both the forged and the honest frame header.
+TEST(ReaderHostileZstdTest, ShortFrameUnderOneGiBAddressSpace) {
+  if (test::kSanitizerReservesAddressSpace) {
+    GTEST_SKIP() << test::kNoAddressSpaceLimitUnderSanitizers;
+  }
+  for (bool forged : {true, false}) {
+    SCOPED_TRACE(forged ? "forged header" : "honest header");
+    TempDir tmp;
+    uint64_t claimed = 0;
+    test::WriteShortZstdFramePack(tmp / "pack", 140000, forged, &claimed);
+    ASSERT_GT(claimed, uint64_t{4} << 30);
+    std::unique_ptr<Reader> r;
+    ASSERT_TRUE(OpenPack(tmp / "pack", &r).ok());
+    // Exit codes: 0 Corruption as expected, 1 OK (wrong), 2 another error.
+    auto code = [](const Status& s) {
+      return s.IsCorruption() ? 0 : s.ok() ? 1 : 2;
+    };
+    EXPECT_EQ(test::RunWithAddressSpaceLimit(1u << 30,
+                                             [&] {
+                                               std::string out;
+                                               return code(r->Read(0, &out));
+                                             }),
+              0)
+        << "Read(i, &string)";
+    for (int threads : {1, 4}) {
+      EXPECT_EQ(test::RunWithAddressSpaceLimit(
+                    1u << 30,
+                    [&] {
+                      const uint64_t indices[] = {1, 0, 1};
+                      Batch batch;
+                      return code(r->ReadBatch(indices, 3, &batch, threads));
+                    }),
+                0)
+          << "ReadBatch, threads " << threads;
+    }
+    EXPECT_EQ(test::RunWithAddressSpaceLimit(
+                  1u << 30,
+                  [&] {
+                    Record rec;
+                    if (!r->GetRecord(0, &rec).ok()) return 3;
+                    uint64_t bytes = 0;
+                    Status s = r->Stream(rec, [&](std::string_view piece) {
+                      bytes += piece.size();
+                      return Status::OK();
+                    });
+                    return bytes <= 140000 ? code(s) : 4;
+                  }),
+              0)
+        << "Stream";
+  }
+}
+
+TEST_F(ReaderTest, ZstdRecordOfZeroStoredBytesSaysWhy) {
+  const IndexHeader h = ReadIndexHeader(index_path());
+  Patch64(index_path(), RecordFieldAt(h, 2, kStoredLengthField), 0);
+  std::unique_ptr<Reader> r = MustOpen();
+  ASSERT_NE(r, nullptr);
+  Record rec;
+  Status s = r->GetRecord(2, &rec);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(),
+                       "record 2 'cat/c.txt': codec zstd with stored_length 0: "
+                       "a zstd frame needs at least 9 bytes"));
 }
 
 TEST_F(ReaderTest, DamagedClassRangeIsCorruption) {

@@ -55,6 +55,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -110,6 +111,10 @@ struct PackInfo {
   uint32_t optional_flags = 0;
   ChecksumType checksum_type = ChecksumType::kXXH3_64;
 };
+
+namespace internal {
+class ZstdOutput;  // reader.cc
+}  // namespace internal
 
 // Records read by ReadBatch(): all payloads in one buffer.
 struct Batch {
@@ -168,8 +173,23 @@ class UFSPACK_EXPORT Reader {
   // the record, never bytes that failed their checksum.
   Status Read(uint64_t i, char* dst, size_t capacity, size_t* length) const;
 
-  // As above, resizing *out to the record's length.
+  // As above, resizing *out to the record's length.  A zstd record's
+  // string grows as its frame really produces bytes (geometrically, from
+  // at most 1 MiB): a damaged or hostile original_length (and frame header)
+  // claiming up to 32768 times the stored bytes allocates no more than the
+  // frame holds.
   Status Read(uint64_t i, std::string* out) const;
+  Status Read(const Record& record, std::string* out) const;
+
+  // Feeds record `record`'s original bytes to `sink`, in order: a raw
+  // record in one piece (one pread), a zstd record in pieces of at most
+  // 128 KiB as they are decompressed, so memory stays bounded whatever
+  // original_length claims.  The stored bytes are checksummed before the
+  // first piece.  On error the pieces already given are not the record (a
+  // zstd frame found to end early or to run on is only found so at its
+  // end); a sink's error stops the read and is returned.
+  Status Stream(const Record& record,
+                const std::function<Status(std::string_view)>& sink) const;
 
   // As above for an already decoded record (saves the second decode when
   // the caller needed GetRecord() anyway).
@@ -178,9 +198,10 @@ class UFSPACK_EXPORT Reader {
   // Reads `count` records into one buffer.  With threads > 1 the reads are
   // spread over that many threads of the process-wide pool (ParallelFor in
   // ufspack/parallel.h): several reads in flight.  The first error stops the
-  // batch and leaves *out empty.  As in Read(), a compressed record's length
-  // is trusted only once its frame confirms it: the frames are read and
-  // checked before *out is sized.
+  // batch and leaves *out empty.  As in Read(&string), a compressed
+  // record's original_length sizes nothing: zstd records are decoded first
+  // (each into a buffer grown as its frame produces bytes) and *out is sized
+  // from what they produced; raw records are read straight into *out.
   Status ReadBatch(const uint64_t* indices, size_t count, Batch* out,
                    int threads = 1) const;
 
@@ -205,6 +226,8 @@ class UFSPACK_EXPORT Reader {
   Status Corrupt(uint64_t i, std::string_view name,
                  std::string_view what) const;
   Status ReadStored(const Record& r, char* dst) const;
+  // Reads, checksums and decodes zstd record `r` into `output`.
+  Status ReadZstd(const Record& r, internal::ZstdOutput* output) const;
   // The bounds-checked view of name pool bytes [offset, offset + length).
   Status NameAt(uint64_t offset, uint64_t length, std::string_view* name) const;
 
