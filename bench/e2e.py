@@ -1,19 +1,15 @@
 #!/usr/bin/python3
 """End-to-end comparison of ufspack with the loaders people use today.
 
-    bench/e2e.py prepare <imagefolder-dir> <workdir>
+    bench/e2e.py prepare <imagefolder-dir> <workdir> [--loaders ...] [--no-peers | --only-peers]
     bench/e2e.py run <workdir> [--loaders ...] [--modes raw,decode] [--workers 0,2,4] ...
     bench/e2e.py builds <imagefolder-dir> <outdir> [--repeat N] [--before-each CMD]
+    bench/e2e.py list [--group own|peer] [--available] [--names]
 
-`prepare` packs one ImageFolder tree into every container measured, timing
-the builds, under <workdir>:
-
-    tree/        a copy of the ImageFolder tree (loose files)
-    pack/        ufspack build
-    lmdb/        LMDB, one key per image (Caffe-style: key = index, value =
-                 label + encoded bytes)
-    shards/      tar shards in ImageFolder order (WebDataset layout)
-    data.h5      HDF5: one variable-length uint8 record per image + labels
+`prepare` copies one ImageFolder tree to <workdir>/tree and packs it into
+the container of every loader measured (pack/, lmdb/, shards/, data.h5 and
+one directory per peer: see bench/e2e_own.py and bench/e2e_peers.py),
+timing the builds.
 
 `run` reads the same samples through each loader, each measurement in a fresh
 subprocess, in a fixed shuffled order (--seed), and reports samples/s for raw
@@ -26,23 +22,17 @@ dataset start-up time, peak RSS and per-worker unique memory, and (with
 file system mounted over it (see bench/run_e2e.sh).  Prints a table; writes
 CSV and JSON with --out.
 
-Loaders:
-  imagefolder        torchvision ImageFolder, default PIL loader
-  imagefolder_cv2    ImageFolder with a cv2.imread loader
-  imagefolder_imdecode ImageFolder with np.fromfile + cv2.imdecode
-  ufspack            ufspack.MyImageFolder, PIL output (default)
-  ufspack_numpy      ufspack.MyImageFolder(output="numpy")
-  ufspack_batch      MyImageFolder.__getitems__ (raw: bytes, decode: numpy):
-                     a batch read (and decoded) on decode_threads threads,
-                     several reads in flight; torch >= 2.0's DataLoader calls
-                     __getitems__ itself, for torch 1.13 the harness passes
-                     index batches as the sampler (batch_size=None)
-  lmdb               LMDB, one txn.get per sample
-  tar                tar shards read sequentially (WebDataset-style; not
-                     shuffled: shards are split across workers)
-  hdf5               h5py, one variable-length record per sample
-  + the peers that bench/install-peers.sh could install (bench/e2e_peers.py):
-  webdataset, litdata, streaming (MosaicML), ffcv ... when importable
+Loaders (bench/loaders.py is the one registry; `bench/e2e.py list` prints
+each with its group and, where it cannot run here, why):
+  imagefolder, imagefolder_cv2, imagefolder_imdecode, ufspack, ufspack_numpy,
+  ufspack_batch, lmdb, tar, hdf5   this project's and Debian's (bench/e2e_own.py)
+  webdataset, litdata, streaming, ffcv, dali, mxnet_recordio, tfrecord
+                                   the peers (bench/e2e_peers.py), where
+                                   bench/install-peers.sh installed them
+ufspack_batch reads through MyImageFolder.__getitems__: torch >= 2.0's
+DataLoader calls it itself, for torch 1.13 the harness passes index batches
+as the sampler (batch_size=None).  A loader whose package is not installed is
+reported as skipped ("skipped: lmdb not installed").
 
 With --repeat N every measurement runs N times (each in a fresh process, with
 the storage case's preparation before each) and the median samples/s is
@@ -51,27 +41,16 @@ reported, with the min and max beside it.
 
 import argparse
 import csv
-import io
 import json
 import os
-import pickle
 import random
 import shutil
-import struct
 import subprocess
 import sys
-import tarfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-try:
-    import e2e_peers
-except ImportError:  # the module is optional
-    e2e_peers = None
-PEER_LOADERS = list(getattr(e2e_peers, "PEER_LOADERS", []))
-ALL_LOADERS = ["imagefolder", "imagefolder_cv2", "imagefolder_imdecode", "ufspack",
-               "ufspack_numpy", "ufspack_batch", "lmdb", "tar", "hdf5"] + PEER_LOADERS
-TAR_SHARDS = 8
+import loaders  # noqa: E402
 
 
 # --- preparation -------------------------------------------------------------------
@@ -89,21 +68,6 @@ def timed_cmd(argv):
     return time.perf_counter() - t0
 
 
-def build_lmdb(tree, samples, path):
-    """Caffe-style LMDB: key = sample index, value = label + file bytes."""
-    import lmdb
-
-    shutil.rmtree(path, ignore_errors=True)
-    total = sum(os.path.getsize(os.path.join(tree, n)) for n, _ in samples)
-    env = lmdb.open(path, map_size=max(1 << 30, total * 2), subdir=True, lock=True)
-    with env.begin(write=True) as txn:
-        for i, (name, label) in enumerate(samples):
-            with open(os.path.join(tree, name), "rb") as f:
-                txn.put(b"%08d" % i, struct.pack("<i", label) + f.read())
-    env.sync()
-    env.close()
-
-
 def builds(args):
     """Times building each container from a tree (e.g. on a slow network
     file system) into a local output directory, --before-each in between."""
@@ -116,8 +80,7 @@ def builds(args):
     parent, base = os.path.split(tree)
 
     def ufspack_build():
-        shutil.rmtree(os.path.join(out, "pack"), ignore_errors=True)
-        subprocess.run([cli, "build", tree, "-o", os.path.join(out, "pack"), "-q"], check=True)
+        loaders.get("ufspack").build(loaders.BuildContext(tree, out, None, cli))
 
     def tar_cf():
         subprocess.run(["tar", "-cf", os.path.join(out, "tree.tar"), "-C", parent, base], check=True)
@@ -125,7 +88,7 @@ def builds(args):
     def lmdb_build():
         # Listing the tree is part of building the LMDB (ImageFolder order).
         samples, _ = list_imagefolder(tree)
-        build_lmdb(tree, samples, os.path.join(out, "lmdb"))
+        loaders.get("lmdb").build(loaders.BuildContext(tree, out, samples, cli))
 
     tools = {"ufspack build": ufspack_build, "tar -cf": tar_cf, "lmdb": lmdb_build}
     results = []
@@ -148,78 +111,54 @@ def builds(args):
             json.dump(results, f, indent=2)
 
 
-def prepare(args):
-    import ufspack
+def build_selection(args):
+    """The loaders `prepare` builds containers for."""
+    sel = loaders.select(args.loaders)
+    if args.only_peers:
+        return [l for l in sel if l.group == "peer"]
+    if args.no_peers:
+        return [l for l in sel if l.group != "peer"]
+    return sel
 
+
+def prepare(args):
     work = os.path.abspath(args.workdir)
     os.makedirs(work, exist_ok=True)
     tree = os.path.join(work, "tree")
     if not os.path.exists(tree):
         shutil.copytree(args.tree, tree, symlinks=True)
     samples, classes = list_imagefolder(tree)
+    selection = build_selection(args)
     builds = {}
     if args.only_peers:  # add the peers to an already prepared workdir
         with open(os.path.join(work, "prepared.json")) as f:
             builds = json.load(f)["builds"]
-        e2e_peers.prepare_peers(tree, work, samples, builds)
-        write_prepared(work, samples, classes, builds)
-        return
-    cli = args.ufspack_cli or shutil.which("ufspack")
-    pack = os.path.join(work, "pack")
-    if cli:
-        builds["ufspack_build_s"] = timed_cmd([cli, "build", tree, "-o", pack, "-q"])
     else:
-        t0 = time.perf_counter()
-        ufspack.build(tree, pack, progress=False)
-        builds["ufspack_build_s"] = time.perf_counter() - t0
-    builds["tar_cf_s"] = timed_cmd(["tar", "-cf", os.path.join(work, "tree.tar"), "-C", work, "tree"])
-    os.remove(os.path.join(work, "tree.tar"))
-
-    try:
-        import lmdb
-    except ImportError:
-        lmdb = None
-    if lmdb is not None:
-        t0 = time.perf_counter()
-        build_lmdb(tree, samples, os.path.join(work, "lmdb"))
-        builds["lmdb_build_s"] = time.perf_counter() - t0
-
-    shards = os.path.join(work, "shards")
-    shutil.rmtree(shards, ignore_errors=True)
-    os.makedirs(shards)
-    t0 = time.perf_counter()
-    per = (len(samples) + TAR_SHARDS - 1) // TAR_SHARDS
-    for s in range(TAR_SHARDS):
-        with tarfile.open(os.path.join(shards, f"shard-{s:04d}.tar"), "w") as t:
-            for i in range(s * per, min(len(samples), (s + 1) * per)):
-                name, label = samples[i]
-                key = f"{i:08d}"
-                t.add(os.path.join(tree, name), arcname=f"{key}.{name.rsplit('.', 1)[-1].lower()}")
-                info = tarfile.TarInfo(f"{key}.cls")
-                data = str(label).encode()
-                info.size = len(data)
-                t.addfile(info, io.BytesIO(data))
-    builds["tar_shards_s"] = time.perf_counter() - t0
-
-    try:
-        import h5py
-        import numpy as np
-    except ImportError:
-        h5py = None
-    if h5py is not None:
-        t0 = time.perf_counter()
-        with h5py.File(os.path.join(work, "data.h5"), "w") as h:
-            dt = h5py.vlen_dtype(np.dtype("uint8"))
-            images = h.create_dataset("images", (len(samples),), dtype=dt)
-            for i, (name, _) in enumerate(samples):
-                with open(os.path.join(tree, name), "rb") as f:
-                    images[i] = np.frombuffer(f.read(), dtype=np.uint8)
-            h.create_dataset("labels", data=np.array([y for _, y in samples], dtype=np.int64))
-        builds["hdf5_build_s"] = time.perf_counter() - t0
-
-    if e2e_peers is not None and not args.no_peers:
-        e2e_peers.prepare_peers(tree, work, samples, builds)
-
+        # A reference for the build times: one tar of the tree.
+        builds["tar_cf_s"] = timed_cmd(["tar", "-cf", os.path.join(work, "tree.tar"), "-C", work, "tree"])
+        os.remove(os.path.join(work, "tree.tar"))
+    ctx = loaders.BuildContext(tree, work, samples, args.ufspack_cli or shutil.which("ufspack"))
+    built = set()
+    for loader in selection:
+        key = loader.build_key
+        if key is None or key in built:  # reads the tree, or shares a container built already
+            continue
+        built.add(key)
+        reason = loader.missing()
+        if reason:
+            print(f"{loader.name}: {reason}", flush=True)
+            continue
+        try:
+            loader.preload()
+            t0 = time.perf_counter()
+            loader.build(ctx)
+        except Exception as e:  # a peer's broken install or failing writer: report, go on
+            if loader.group != "peer":
+                raise
+            print(f"{loader.name}: build FAILED ({type(e).__name__}: {e})", file=sys.stderr, flush=True)
+            continue
+        builds[key] = time.perf_counter() - t0
+        print(f"{loader.name}: built in {builds[key]:.2f} s", flush=True)
     write_prepared(work, samples, classes, builds)
 
 
@@ -230,72 +169,7 @@ def write_prepared(work, samples, classes, builds):
     print(json.dumps(meta["builds"], indent=2))
 
 
-# --- datasets ----------------------------------------------------------------------
-
-def to_tensor_pil(data):
-    from PIL import Image
-    from torchvision.transforms.functional import to_tensor
-
-    with Image.open(io.BytesIO(data)) as img:
-        return to_tensor(img.convert("RGB"))
-
-
-def cv2_rgb_tensor(arr):
-    import cv2
-    import torch
-
-    rgb = cv2.cvtColor(arr, cv2.COLOR_BGR2RGB)
-    return torch.from_numpy(rgb).permute(2, 0, 1).float().div(255)
-
-
-def read_file(path):
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def cv2_imread(path):
-    import cv2
-
-    return cv2_rgb_tensor(cv2.imread(path, cv2.IMREAD_COLOR))
-
-
-def cv2_imdecode(path):
-    import cv2
-    import numpy as np
-
-    return cv2_rgb_tensor(cv2.imdecode(np.fromfile(path, dtype=np.uint8), cv2.IMREAD_COLOR))
-
-
-def numpy_to_tensor(arr):
-    import torch
-
-    return torch.from_numpy(arr).permute(2, 0, 1).float().div(255)
-
-
-class LmdbDataset:
-    """One key per image; the environment is opened lazily in each process."""
-
-    def __init__(self, path, n, decode):
-        self.path, self.n, self.decode = path, n, decode
-        self.env = None
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, i):
-        if self.env is None:
-            import lmdb
-
-            self.env = lmdb.open(self.path, readonly=True, lock=False, readahead=False, meminit=False)
-        with self.env.begin(buffers=False) as txn:
-            v = txn.get(b"%08d" % i)
-        label = struct.unpack_from("<i", v)[0]
-        data = v[4:]
-        return (to_tensor_pil(data) if self.decode else data), label
-
-    def __getstate__(self):
-        return {"path": self.path, "n": self.n, "decode": self.decode, "env": None}
-
+# --- measuring ----------------------------------------------------------------------
 
 class GetItems:
     """What torch >= 2.0's fetcher does for a dataset with __getitems__:
@@ -309,98 +183,6 @@ class GetItems:
 
     def __getitem__(self, indices):
         return self.ds.__getitems__(indices)
-
-
-class Hdf5Dataset:
-    def __init__(self, path, n, decode):
-        self.path, self.n, self.decode = path, n, decode
-        self.h = None
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, i):
-        if self.h is None:
-            import h5py
-
-            self.h = h5py.File(self.path, "r")
-        data = self.h["images"][i].tobytes()
-        label = int(self.h["labels"][i])
-        return (to_tensor_pil(data) if self.decode else data), label
-
-    def __getstate__(self):
-        return {"path": self.path, "n": self.n, "decode": self.decode, "h": None}
-
-
-def make_tar_dataset(shards, decode, limit):
-    import torch
-
-    class TarShards(torch.utils.data.IterableDataset):
-        """WebDataset-style: shards split across workers, each read sequentially."""
-
-        def __iter__(self):
-            info = torch.utils.data.get_worker_info()
-            wid, nw = (info.id, info.num_workers) if info else (0, 1)
-            count = 0
-            quota = limit // nw + (1 if wid < limit % nw else 0)
-            for s in shards[wid::nw]:
-                pending = {}
-                with tarfile.open(s, "r|") as t:  # streaming: sequential reads
-                    for m in t:
-                        key, ext = m.name.rsplit(".", 1)
-                        data = t.extractfile(m).read()
-                        pending.setdefault(key, {})[ext] = data
-                        if len(pending[key]) == 2:
-                            d = pending.pop(key)
-                            label = int(d.pop("cls"))
-                            img = next(iter(d.values()))
-                            yield (to_tensor_pil(img) if decode else img), label
-                            count += 1
-                            if count >= quota:
-                                return
-
-    return TarShards()
-
-
-def make_dataset(loader, mode, work, n, batch_size=32):
-    """Returns (dataset, is_iterable)."""
-    decode = mode == "decode"
-    tree = os.path.join(work, "tree")
-    if loader.startswith("imagefolder"):
-        from torchvision.datasets import ImageFolder
-
-        if not decode:
-            return ImageFolder(tree, loader=read_file), False
-        if loader == "imagefolder":
-            from torchvision import transforms
-
-            return ImageFolder(tree, transform=transforms.ToTensor()), False
-        return ImageFolder(tree, loader=cv2_imread if loader == "imagefolder_cv2" else cv2_imdecode), False
-    if loader.startswith("ufspack"):
-        import ufspack
-
-        pack = os.path.join(work, "pack")
-        if loader == "ufspack_batch":
-            if not decode:
-                return ufspack.MyImageFolder(pack, output="bytes"), False
-            return ufspack.MyImageFolder(pack, output="numpy", transform=numpy_to_tensor), False
-        if not decode:
-            return ufspack.MyImageFolder(pack, output="bytes"), False
-        if loader == "ufspack_numpy":
-            return ufspack.MyImageFolder(pack, output="numpy", transform=numpy_to_tensor), False
-        from torchvision import transforms
-
-        return ufspack.MyImageFolder(pack, transform=transforms.ToTensor()), False
-    if loader == "lmdb":
-        return LmdbDataset(os.path.join(work, "lmdb"), n, decode), False
-    if loader == "hdf5":
-        return Hdf5Dataset(os.path.join(work, "data.h5"), n, decode), False
-    if loader == "tar":
-        shards = sorted(os.path.join(work, "shards", f) for f in os.listdir(os.path.join(work, "shards")))
-        return make_tar_dataset(shards, decode, n), True
-    if loader in PEER_LOADERS:
-        return e2e_peers.make_peer_dataset(loader, mode, work, n, batch_size=batch_size)
-    raise ValueError(f"unknown loader {loader!r}")
 
 
 def collate_list(batch):
@@ -449,8 +231,8 @@ def run_one(args):
             __import__(mod)
         except ImportError:
             pass
-    if args.loader in PEER_LOADERS:
-        e2e_peers.preload_peer(args.loader)
+    adapter = loaders.get(args.loader)
+    adapter.preload()
     work = args.workdir
     with open(os.path.join(work, "prepared.json")) as f:
         total = json.load(f)["samples"]
@@ -458,8 +240,8 @@ def run_one(args):
     t0 = time.perf_counter()
     # Streaming loaders take the number of samples to yield; map-style ones
     # the dataset size (the harness picks the indices).
-    streaming = args.loader == "tar" or (args.loader in PEER_LOADERS and args.loader != "mxnet_recordio")
-    ds, iterable = make_dataset(args.loader, args.mode, work, n if streaming else total, args.batch_size)
+    iterable = adapter.iterable
+    ds = adapter.dataset(work, args.mode, n if iterable else total, args.batch_size)
     startup = time.perf_counter() - t0
     order = list(range(total))
     random.Random(args.seed).shuffle(order)
@@ -468,7 +250,7 @@ def run_one(args):
     t0 = time.perf_counter()
     seen = 0
     worker_uss = []
-    batched = args.loader == "ufspack_batch"
+    batched = adapter.batched
     t_first, first, cpu_first = t0, 0, cpu_ticks()
     if workers == 0:
         # As with workers, the rate is the steady state after the first
@@ -567,12 +349,21 @@ def warm(work):
 
 
 def run(args):
-    loaders = ALL_LOADERS if args.loaders == "all" else args.loaders.split(",")
     modes = args.modes.split(",")
     workers_list = [int(w) for w in args.workers.split(",")]
     results = []
+    names = []
+    for adapter in loaders.select(args.loaders):
+        reason = adapter.missing()
+        if reason is None:
+            names.append(adapter.name)
+            continue
+        print(f"{adapter.name:22s} {reason}", file=sys.stderr, flush=True)
+        if args.loaders != "all":  # asked for by name: the results say why it is absent
+            results += [{"loader": adapter.name, "mode": mode, "workers": workers, "error": reason,
+                         "storage": args.storage} for mode in modes for workers in workers_list]
     env = dict(os.environ)
-    for loader in loaders:
+    for loader in names:
         for mode in modes:
             for workers in workers_list:
                 runs, err = [], None
@@ -612,7 +403,7 @@ def run(args):
         # Per-sample system calls: the difference between a long and a short
         # single-process raw run, divided by the extra samples.
         small, big = 10, max(args.strace_samples, 20)
-        for loader in loaders:
+        for loader in names:
             if args.before_each:
                 subprocess.run(args.before_each, shell=True, check=True)
             a = strace_counts(child_cmd(args, loader, "raw", 0, small), "/tmp/ufspack-e2e-strace-a.txt")
@@ -636,6 +427,16 @@ def run(args):
                     w.writerow(r)
 
 
+def list_loaders(args):
+    names = loaders.names(group=args.group, available=args.available)
+    if args.names:
+        print(",".join(names))
+        return
+    for name in names:
+        adapter = loaders.get(name)
+        print(f"{name:22s} {adapter.group:5s} {adapter.missing() or 'ok'}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -643,12 +444,13 @@ def main():
     p.add_argument("tree")
     p.add_argument("workdir")
     p.add_argument("--ufspack-cli", help="path of the ufspack binary (default: on PATH, else ufspack.build)")
+    p.add_argument("--loaders", default="all", help="comma-separated, or 'all': whose containers to build")
     p.add_argument("--no-peers", action="store_true", help="skip the peers of bench/e2e_peers.py")
     p.add_argument("--only-peers", action="store_true",
                    help="only add the peers' containers to a prepared workdir")
     r = sub.add_parser("run", help="measure the loaders on a prepared workdir")
     r.add_argument("workdir")
-    r.add_argument("--loaders", default="all", help=f"comma-separated, or 'all': {','.join(ALL_LOADERS)}")
+    r.add_argument("--loaders", default="all", help=f"comma-separated, or 'all': {','.join(loaders.names())}")
     r.add_argument("--modes", default="raw,decode", help="raw (bytes only) and/or decode (+ToTensor)")
     r.add_argument("--workers", default="0,2,4", help="DataLoader num_workers values (0: single process)")
     r.add_argument("--limit", type=int, default=0, help="samples per measurement (0: all)")
@@ -670,6 +472,10 @@ def main():
     b.add_argument("--before-each", help="shell command run before each build (e.g. remount)")
     b.add_argument("--storage", default="local")
     b.add_argument("--out", help="write <out>.json")
+    ls = sub.add_parser("list", help="the registered loaders, and why any cannot run here")
+    ls.add_argument("--group", choices=["own", "peer"])
+    ls.add_argument("--available", action="store_true", help="only those whose packages are installed")
+    ls.add_argument("--names", action="store_true", help="one comma-separated line of names")
     o = sub.add_parser("_one", help=argparse.SUPPRESS)
     o.add_argument("workdir")
     o.add_argument("--loader", required=True)
@@ -679,14 +485,11 @@ def main():
     o.add_argument("--seed", type=int, default=0)
     o.add_argument("--batch-size", type=int, default=32)
     args = ap.parse_args()
-    if args.cmd == "prepare":
-        prepare(args)
-    elif args.cmd == "builds":
-        builds(args)
-    elif args.cmd == "run":
-        run(args)
-    else:
-        run_one(args)
+    commands = {"prepare": prepare, "builds": builds, "run": run, "list": list_loaders, "_one": run_one}
+    try:
+        commands[args.cmd](args)
+    except loaders.UnknownLoaderError as e:
+        ap.error(str(e))
 
 
 if __name__ == "__main__":

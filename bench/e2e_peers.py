@@ -16,10 +16,11 @@ library's own reader, the way its documentation recommends for PyTorch.
     tfrecord        tfrecord (pure Python, no TensorFlow): TFRecordWriter shards + index;
                     tfrecord_loader per shard, shards split across workers, shuffle buffer
 
-Only the peers whose package can be found are listed in PEER_LOADERS; install
-them with bench/install-peers.sh (a venv with --system-site-packages, so the
-Debian torch/torchvision stay in use) and run bench/e2e.py with that venv's
-python.
+Every peer is registered in bench/loaders.py (loaders.names(group="peer",
+available=True) lists those whose package can be found here); nothing here
+imports a peer's package before it is built or read.  Install them with
+bench/install-peers.sh (a venv with --system-site-packages, so the Debian
+torch/torchvision stay in use) and run bench/e2e.py with that venv's python.
 
 Modes, as in bench/e2e.py: "raw" yields (bytes, label); "decode" yields
 (float CHW tensor in [0,1] via PIL .convert("RGB") + to_tensor, label).  Every
@@ -29,76 +30,33 @@ Iterable peers (all but mxnet_recordio) split their work across DataLoader
 workers and stop after n samples in total (n is the limit to read, not the
 dataset size).  Map-style peers take n = the dataset size and open their files
 lazily in each process (fork or spawn).
-
-API:
-    PEER_LOADERS                       peers whose package is importable here
-    prepare_peers(tree, work, samples, builds[, loaders])
-    preload_peer(loader)               import the library before timing start-up
-    make_peer_dataset(loader, mode, work, n[, batch_size=32]) -> (dataset, is_iterable)
 """
 
 import functools
-import importlib.util
-import io
 import json
 import os
 import random
 import shutil
-import sys
-import tarfile
-import time
 from itertools import islice
+
+import loaders
+from loaders import ext, read_file, to_tensor_pil
 
 try:
     from torch.utils.data import IterableDataset as _IterableBase
 except ImportError:  # keeps the module importable without torch
     _IterableBase = object
 
-# name -> module that must be importable
-_PEER_MODULES = {
-    "webdataset": "webdataset",
-    "litdata": "litdata",
-    "streaming": "streaming",
-    "ffcv": "ffcv",
-    "dali": "nvidia.dali",
-    "mxnet_recordio": "mxnet",
-    "tfrecord": "tfrecord",
-}
-ALL_PEER_LOADERS = list(_PEER_MODULES)
-
-PEER_SHARDS = 8          # tar / tfrecord shards (like TAR_SHARDS in e2e.py)
+PEER_SHARDS = 8          # tar / tfrecord shards (like TAR_SHARDS in e2e_own.py)
 SHUFFLE_BUFFER = 1000    # sample shuffle buffer of the streaming readers (webdataset, dali, tfrecord)
 SEED = 0
 IMG_EXTS = "jpg;jpeg;png;ppm;bmp;pgm;tif;tiff;webp"  # WebDataset / DALI alternatives for the image member
 
 
-def _have(module):
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-PEER_LOADERS = [name for name, mod in _PEER_MODULES.items() if _have(mod)]
-
-
 # --- helpers -------------------------------------------------------------------------
-
-def _to_tensor_pil(data):
-    from PIL import Image
-    from torchvision.transforms.functional import to_tensor
-
-    with Image.open(io.BytesIO(data)) as img:
-        return to_tensor(img.convert("RGB"))
-
 
 def _identity(x):
     return x
-
-
-def _read(path):
-    with open(path, "rb") as f:
-        return f.read()
 
 
 def _worker():
@@ -111,10 +69,6 @@ def _worker():
 def _span(n, wid, nw):
     """[lo, hi) of worker wid's share of n items (shares differ by at most one)."""
     return wid * n // nw, (wid + 1) * n // nw
-
-
-def _ext(name):
-    return name.rsplit(".", 1)[-1].lower()
 
 
 def _alloc(n, caps):
@@ -176,12 +130,6 @@ def _import_mxnet():
     return recordio
 
 
-def _import(name):
-    if name == "mxnet_recordio":
-        return _import_mxnet()
-    return importlib.import_module(_PEER_MODULES[name])
-
-
 def _no_litdata_version_check():
     # litdata asks pypi.org for a newer version (HTTP, 30 s timeout) in every
     # StreamingDataset() and optimize(): not part of reading, and offline it stalls.
@@ -210,7 +158,7 @@ def _read_meta(out):
         return json.load(f)
 
 
-def _build_webdataset(tree, out, samples):
+def _build_webdataset(tree, out, samples, work):
     import webdataset as wds
 
     os.makedirs(out, exist_ok=True)
@@ -219,16 +167,16 @@ def _build_webdataset(tree, out, samples):
         with wds.TarWriter(os.path.join(out, f"shard-{s:06d}.tar")) as sink:
             for i in range(lo, hi):
                 name, label = samples[i]
-                sink.write({"__key__": f"{i:08d}", _ext(name): _read(os.path.join(tree, name)), "cls": label})
+                sink.write({"__key__": f"{i:08d}", ext(name): read_file(os.path.join(tree, name)), "cls": label})
     _write_meta(out, len(samples), [hi - lo for lo, hi in spans])
 
 
 def _litdata_item(item):
     path, label = item
-    return {"image": _read(path), "label": label}
+    return {"image": read_file(path), "label": label}
 
 
-def _build_litdata(tree, out, samples):
+def _build_litdata(tree, out, samples, work):
     import inspect
 
     import litdata
@@ -255,12 +203,12 @@ def _build_litdata(tree, out, samples):
         shutil.rmtree(cache, ignore_errors=True)
 
 
-def _build_streaming(tree, out, samples):
+def _build_streaming(tree, out, samples, work):
     from streaming import MDSWriter
 
     with MDSWriter(out=out, columns={"image": "bytes", "label": "int"}) as w:
         for name, label in samples:
-            w.write({"image": _read(os.path.join(tree, name)), "label": label})
+            w.write({"image": read_file(os.path.join(tree, name)), "label": label})
 
 
 class _FfcvSource:
@@ -274,11 +222,11 @@ class _FfcvSource:
         import numpy as np
 
         name, label = self.samples[i]
-        data = _read(os.path.join(self.tree, name))
+        data = read_file(os.path.join(self.tree, name))
         return np.frombuffer(data, dtype=np.uint8), label, len(data)
 
 
-def _build_ffcv(tree, out, samples):
+def _build_ffcv(tree, out, samples, work):
     from ffcv.fields import BytesField, IntField
     from ffcv.writer import DatasetWriter
 
@@ -299,14 +247,7 @@ def _build_dali(tree, out, samples, work):
         os.makedirs(shards, exist_ok=True)
         spans = _shard_spans(len(samples))
         for s, (lo, hi) in enumerate(spans):
-            with tarfile.open(os.path.join(shards, f"shard-{s:06d}.tar"), "w") as t:
-                for i in range(lo, hi):
-                    name, label = samples[i]
-                    t.add(os.path.join(tree, name), arcname=f"{i:08d}.{_ext(name)}")
-                    info = tarfile.TarInfo(f"{i:08d}.cls")
-                    data = str(label).encode()
-                    info.size = len(data)
-                    t.addfile(info, io.BytesIO(data))
+            loaders.write_tar_shard(os.path.join(shards, f"shard-{s:06d}.tar"), tree, samples, range(lo, hi))
         _write_meta(shards, len(samples), [hi - lo for lo, hi in spans])
     os.makedirs(out, exist_ok=True)
     for s in _shards(shards, ".tar"):
@@ -316,16 +257,16 @@ def _build_dali(tree, out, samples, work):
     _write_meta(out, len(samples))
 
 
-def _build_mxnet_recordio(tree, out, samples):
+def _build_mxnet_recordio(tree, out, samples, work):
     recordio = _import_mxnet()
     os.makedirs(out, exist_ok=True)
     w = recordio.MXIndexedRecordIO(os.path.join(out, "data.idx"), os.path.join(out, "data.rec"), "w")
     for i, (name, label) in enumerate(samples):
-        w.write_idx(i, recordio.pack(recordio.IRHeader(0, float(label), i, 0), _read(os.path.join(tree, name))))
+        w.write_idx(i, recordio.pack(recordio.IRHeader(0, float(label), i, 0), read_file(os.path.join(tree, name))))
     w.close()
 
 
-def _build_tfrecord(tree, out, samples):
+def _build_tfrecord(tree, out, samples, work):
     from tfrecord.tools.tfrecord2idx import create_index
     from tfrecord.writer import TFRecordWriter
 
@@ -335,47 +276,10 @@ def _build_tfrecord(tree, out, samples):
         base = os.path.join(out, f"shard-{s:06d}")
         w = TFRecordWriter(base + ".tfrecord")
         for name, label in samples[lo:hi]:
-            w.write({"image": (_read(os.path.join(tree, name)), "byte"), "label": (label, "int")})
+            w.write({"image": (read_file(os.path.join(tree, name)), "byte"), "label": (label, "int")})
         w.close()
         create_index(base + ".tfrecord", base + ".index")
     _write_meta(out, len(samples), [hi - lo for lo, hi in spans])
-
-
-_BUILDERS = {
-    "webdataset": _build_webdataset,
-    "litdata": _build_litdata,
-    "streaming": _build_streaming,
-    "ffcv": _build_ffcv,
-    "mxnet_recordio": _build_mxnet_recordio,
-    "tfrecord": _build_tfrecord,
-}
-
-
-def prepare_peers(tree, work, samples, builds, loaders=None):
-    """Writes each peer's container under work/<name>/ (replacing an old one);
-    stores build seconds in builds[f"{name}_build_s"].  samples: (relpath, label)
-    in ImageFolder order, relative to tree.  Skips peers that cannot be imported."""
-    work = os.path.abspath(work)
-    tree = os.path.abspath(tree)
-    for name in (loaders or ALL_PEER_LOADERS):
-        try:
-            _import(name)
-        except Exception as e:  # ImportError, or a broken install
-            print(f"peer {name}: skipped ({type(e).__name__}: {e})", flush=True)
-            continue
-        out = os.path.join(work, name)
-        shutil.rmtree(out, ignore_errors=True)
-        t0 = time.perf_counter()
-        try:
-            if name == "dali":
-                _build_dali(tree, out, samples, work)
-            else:
-                _BUILDERS[name](tree, out, samples)
-        except Exception as e:
-            print(f"peer {name}: build FAILED ({type(e).__name__}: {e})", file=sys.stderr, flush=True)
-            continue
-        builds[f"{name}_build_s"] = time.perf_counter() - t0
-        print(f"peer {name}: built in {builds[f'{name}_build_s']:.2f} s", flush=True)
 
 
 # --- readers -------------------------------------------------------------------------
@@ -390,12 +294,12 @@ def _wds_iter(pipeline, wid, nw):
 
 def _litdata_iter(ds, decode, wid, nw):
     for s in ds:  # StreamingDataset splits chunks/intervals across workers itself
-        yield (_to_tensor_pil(s["image"]) if decode else s["image"]), int(s["label"])
+        yield (to_tensor_pil(s["image"]) if decode else s["image"]), int(s["label"])
 
 
 def _streaming_iter(ds, decode, wid, nw):
     for s in ds:  # StreamingDataset partitions samples across workers itself
-        yield (_to_tensor_pil(s["image"]) if decode else s["image"]), int(s["label"])
+        yield (to_tensor_pil(s["image"]) if decode else s["image"]), int(s["label"])
 
 
 def _ffcv_iter(path, decode, n, batch_size, wid, nw):
@@ -414,7 +318,7 @@ def _ffcv_iter(path, decode, n, batch_size, wid, nw):
     for images, labels, sizes in loader:
         for img, y, size in zip(images, labels, sizes):
             data = img[:int(size[0])].tobytes()
-            yield (_to_tensor_pil(data) if decode else data), int(y[0])
+            yield (to_tensor_pil(data) if decode else data), int(y[0])
 
 
 def _dali_iter(shards, idx_dir, decode, batch_size, wid, nw):
@@ -433,7 +337,7 @@ def _dali_iter(shards, idx_dir, decode, batch_size, wid, nw):
         images, labels = pipe.run()
         for j in range(len(images)):
             data = np.asarray(images[j]).tobytes()
-            yield (_to_tensor_pil(data) if decode else data), int(np.asarray(labels[j]).tobytes())
+            yield (to_tensor_pil(data) if decode else data), int(np.asarray(labels[j]).tobytes())
 
 
 def _tfrecord_iter(shards, decode, wid, nw):
@@ -453,100 +357,116 @@ def _tfrecord_iter(shards, decode, wid, nw):
 
     for r in shuffle_iterator(records(), SHUFFLE_BUFFER):
         data = bytes(r["image"])
-        yield (_to_tensor_pil(data) if decode else data), int(r["label"][0])
+        yield (to_tensor_pil(data) if decode else data), int(r["label"][0])
 
 
-class MxRecordDataset:
-    """MXIndexedRecordIO opened lazily in each process (random access by index)."""
+class MxRecordDataset(loaders.LazyMapDataset):
+    """MXIndexedRecordIO, random access by index."""
 
-    def __init__(self, path, n, decode):
-        self.path, self.n, self.decode = path, n, decode
-        self.rec = None
+    def open(self):
+        recordio = _import_mxnet()
+        return recordio, recordio.MXIndexedRecordIO(os.path.join(self.path, "data.idx"),
+                                                     os.path.join(self.path, "data.rec"), "r")
 
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, i):
-        if self.rec is None:
-            self.recordio = _import_mxnet()
-            self.rec = self.recordio.MXIndexedRecordIO(os.path.join(self.path, "data.idx"),
-                                                       os.path.join(self.path, "data.rec"), "r")
-        header, data = self.recordio.unpack(self.rec.read_idx(i))
-        return (_to_tensor_pil(data) if self.decode else data), int(header.label)
-
-    def __getstate__(self):
-        return {"path": self.path, "n": self.n, "decode": self.decode, "rec": None}
+    def read(self, handle, i):
+        recordio, rec = handle
+        header, data = recordio.unpack(rec.read_idx(i))
+        return data, int(header.label)
 
 
-_PRELOAD = {
-    "webdataset": ["webdataset"],
-    "litdata": ["litdata"],
-    "streaming": ["streaming", "streaming.base.util"],
-    "ffcv": ["ffcv.loader", "ffcv.reader", "ffcv.fields.bytes", "ffcv.fields.decoders"],
-    "dali": ["nvidia.dali", "nvidia.dali.fn"],
-    "tfrecord": ["tfrecord.reader", "tfrecord.iterator_utils"],
-}
+# --- openers: (dir, decode, n, batch_size, work) -> dataset ------------------------------
+
+def _open_webdataset(d, decode, n, batch_size, work):
+    import webdataset as wds
+
+    shards = _shards(d, ".tar")
+    pipeline = wds.WebDataset(shards, shardshuffle=len(shards), seed=SEED, nodesplitter=None,
+                              workersplitter=wds.split_by_worker, empty_check=False)
+    pipeline = pipeline.shuffle(SHUFFLE_BUFFER).to_tuple(IMG_EXTS, "cls")
+    pipeline = pipeline.map_tuple(to_tensor_pil if decode else _identity, int)
+    sizes = _read_meta(d)["shard_sizes"]
+    return PeerIterable(functools.partial(_wds_iter, pipeline), n, functools.partial(_stride_caps, sizes))
 
 
-def preload_peer(loader):
-    """Imports what make_peer_dataset(loader, ...) needs, so that timing it
-    measures opening the dataset, not importing the library (several seconds
-    for ffcv/numba, streaming/transformers, mxnet)."""
-    if loader == "mxnet_recordio":
-        _import_mxnet()
-        return
-    for m in _PRELOAD.get(loader, []):
-        importlib.import_module(m)
+def _open_litdata(d, decode, n, batch_size, work):
+    import litdata
+
+    _no_litdata_version_check()
+    ds = litdata.StreamingDataset(d, shuffle=True, seed=SEED)
+    return PeerIterable(functools.partial(_litdata_iter, ds, decode), n, total=len(ds))
 
 
-def make_peer_dataset(loader, mode, work, n, batch_size=32):
-    """Returns (dataset, is_iterable).  Iterable datasets stop after n samples in
-    total over all DataLoader workers; map-style ones have length n."""
-    decode = mode == "decode"
-    d = os.path.join(work, loader)
-    if loader == "webdataset":
-        import webdataset as wds
+def _open_streaming(d, decode, n, batch_size, work):
+    from streaming import StreamingDataset
+    from streaming.base.util import clean_stale_shared_memory
 
-        shards = _shards(d, ".tar")
-        pipeline = wds.WebDataset(shards, shardshuffle=len(shards), seed=SEED, nodesplitter=None,
-                                  workersplitter=wds.split_by_worker, empty_check=False)
-        pipeline = pipeline.shuffle(SHUFFLE_BUFFER).to_tuple(IMG_EXTS, "cls")
-        pipeline = pipeline.map_tuple(_to_tensor_pil if decode else _identity, int)
-        sizes = _read_meta(d)["shard_sizes"]
-        return PeerIterable(functools.partial(_wds_iter, pipeline), n, functools.partial(_stride_caps, sizes)), True
-    if loader == "litdata":
-        import litdata
+    clean_stale_shared_memory()  # left over by a killed run, it makes the next one fail
+    ds = StreamingDataset(local=d, remote=None, shuffle=True, shuffle_seed=SEED, batch_size=batch_size)
+    return PeerIterable(functools.partial(_streaming_iter, ds, decode), n, total=len(ds))
 
-        _no_litdata_version_check()
-        ds = litdata.StreamingDataset(d, shuffle=True, seed=SEED)
-        return PeerIterable(functools.partial(_litdata_iter, ds, decode), n, total=len(ds)), True
-    if loader == "streaming":
-        from streaming import StreamingDataset
-        from streaming.base.util import clean_stale_shared_memory
 
-        clean_stale_shared_memory()  # left over by a killed run, it makes the next one fail
-        ds = StreamingDataset(local=d, remote=None, shuffle=True, shuffle_seed=SEED, batch_size=batch_size)
-        return PeerIterable(functools.partial(_streaming_iter, ds, decode), n, total=len(ds)), True
-    if loader == "ffcv":
-        import ffcv.reader
+def _open_ffcv(d, decode, n, batch_size, work):
+    import ffcv.reader
 
-        path = os.path.join(d, "data.beton")
-        total = int(ffcv.reader.Reader(path).num_samples)
-        return PeerIterable(functools.partial(_ffcv_iter, path, decode, n, batch_size), n, total=total), True
-    if loader == "dali":
-        import nvidia.dali  # noqa: F401
+    path = os.path.join(d, "data.beton")
+    total = int(ffcv.reader.Reader(path).num_samples)
+    return PeerIterable(functools.partial(_ffcv_iter, path, decode, n, batch_size), n, total=total)
 
-        shards = _shards(os.path.join(work, "webdataset"), ".tar")
-        total = _read_meta(d)["samples"]
-        return PeerIterable(functools.partial(_dali_iter, shards, d, decode, batch_size), n,
-                            functools.partial(_even_caps, total)), True
-    if loader == "mxnet_recordio":
-        _import_mxnet()
-        return MxRecordDataset(d, n, decode), False
-    if loader == "tfrecord":
-        import tfrecord  # noqa: F401
 
-        sizes = _read_meta(d)["shard_sizes"]
-        return PeerIterable(functools.partial(_tfrecord_iter, _shards(d, ".tfrecord"), decode), n,
-                            functools.partial(_stride_caps, sizes)), True
-    raise ValueError(f"unknown peer loader {loader!r}")
+def _open_dali(d, decode, n, batch_size, work):
+    shards = _shards(os.path.join(work, "webdataset"), ".tar")
+    total = _read_meta(d)["samples"]
+    return PeerIterable(functools.partial(_dali_iter, shards, d, decode, batch_size), n,
+                        functools.partial(_even_caps, total))
+
+
+def _open_mxnet_recordio(d, decode, n, batch_size, work):
+    return MxRecordDataset(d, n, decode)
+
+
+def _open_tfrecord(d, decode, n, batch_size, work):
+    sizes = _read_meta(d)["shard_sizes"]
+    return PeerIterable(functools.partial(_tfrecord_iter, _shards(d, ".tfrecord"), decode), n,
+                        functools.partial(_stride_caps, sizes))
+
+
+# --- registration --------------------------------------------------------------------
+
+class PeerLoader(loaders.Loader):
+    """A peer's container under <work>/<name>/, written by write(tree, out,
+    samples, work) and read back by open(out, decode, n, batch_size, work)."""
+
+    group = "peer"
+
+    def __init__(self, name, module, write, open, preload=(), iterable=True):
+        super().__init__(name)
+        self.requires = (module,)
+        self.preload_modules = (module,) + tuple(preload)
+        self.build_key = f"{name}_build_s"
+        self.write, self.open, self.iterable = write, open, iterable
+
+    def build(self, ctx):
+        out = os.path.join(ctx.work, self.name)
+        shutil.rmtree(out, ignore_errors=True)
+        self.write(ctx.tree, out, ctx.samples, ctx.work)
+
+    def dataset(self, work, mode, n, batch_size):
+        return self.open(os.path.join(work, self.name), mode == "decode", n, batch_size, work)
+
+
+class MxnetLoader(PeerLoader):
+    def preload(self):
+        _import_mxnet()  # not a plain import: see there
+
+
+for _peer in [
+    PeerLoader("webdataset", "webdataset", _build_webdataset, _open_webdataset),
+    PeerLoader("litdata", "litdata", _build_litdata, _open_litdata),
+    PeerLoader("streaming", "streaming", _build_streaming, _open_streaming, ["streaming.base.util"]),
+    PeerLoader("ffcv", "ffcv", _build_ffcv, _open_ffcv,
+               ["ffcv.loader", "ffcv.reader", "ffcv.fields.bytes", "ffcv.fields.decoders"]),
+    PeerLoader("dali", "nvidia.dali", _build_dali, _open_dali, ["nvidia.dali.fn"]),
+    MxnetLoader("mxnet_recordio", "mxnet", _build_mxnet_recordio, _open_mxnet_recordio, iterable=False),
+    PeerLoader("tfrecord", "tfrecord", _build_tfrecord, _open_tfrecord, ["tfrecord.reader", "tfrecord.iterator_utils"]),
+]:
+    loaders.register(_peer)

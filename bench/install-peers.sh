@@ -100,6 +100,6 @@ for x in "${FAILED[@]}"; do echo "  $x"; done
 echo "not available at all:"
 echo "  nvidia-dali (the unsuffixed name is not on PyPI; nvidia-dali-cuda120/cuda110 are, used above as 'dali')"
 echo "  DALI image decoding on CPU (needs nvidia-nvimgcodec-cu12 CUDA wheels: left out)"
-echo "peers usable by bench/e2e_peers.py:"
-"$VPY" -c "import sys; sys.path.insert(0, '$(cd "$(dirname "$0")" && pwd)'); import e2e_peers; print('  ' + ' '.join(e2e_peers.PEER_LOADERS))"
+echo "peers usable by bench/e2e.py:"
+"$VPY" "$(cd "$(dirname "$0")" && pwd)/e2e.py" list --group peer | sed 's/^/  /'
 [ ${#FAILED[@]} -eq 0 ]

@@ -1,15 +1,29 @@
 #!/usr/bin/python3
-"""Charts for bench/run_e2e.sh results: one PNG per (mode, workers), bars of
-samples/s per loader, grouped by storage case.
+"""Charts and tables for bench/run_e2e.sh results: one PNG per (mode,
+workers), bars of samples/s per loader, grouped by storage case, and one
+markdown table per storage case.
 
-    bench/plot_e2e.py <outdir>        # reads <outdir>/*.csv, writes <outdir>/*.png
-                                      # and <outdir>/tables.md
+    bench/plot_e2e.py <outdir> <dataset> [--runs e2e[,[STORAGE:]RUN...]]
+
+Results are laid out by dataset and storage case (see bench/results/README.md):
+
+    <outdir>/<dataset>-<storage>/<run>.csv     bench/e2e.py run --out <...>/<run>
+    <outdir>/<dataset>-builds-<case>/builds.json   bench/e2e.py builds
+
+Reads the CSVs of the runs named by --runs (default e2e: what run_e2e.sh
+writes) in every storage case of <dataset>, or only in STORAGE for
+STORAGE:RUN; where two runs measured the same (storage, loader, mode,
+workers) the one named first wins.  The photos tables in docs/benchmarks.md:
+`bench/plot_e2e.py bench/results photos --runs e2e,slowfs-0.25:2026-11-21`.  Writes
+<outdir>/<dataset>-e2e-<mode>-w<workers>.png and <outdir>/<dataset>-tables.md.
 """
 
+import argparse
 import csv
 import glob
 import json
 import os
+import re
 import sys
 
 import matplotlib
@@ -18,19 +32,53 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 ORDER = ["local-warm", "local-cold", "slowfs-0.25", "slowfs-0.5"]
+# The storage cases of bench/run_e2e.sh, as the second half of a results
+# directory's name (a dataset name may hold '-' too).
+STORAGE = r"(local-warm|local-cold|slowfs-[0-9.]+|builds-local|builds-slowfs-[0-9.]+)"
+
+
+def case_dirs(out, dataset):
+    """{storage case: directory} of dataset's results under out."""
+    pattern = re.compile(re.escape(dataset) + "-" + STORAGE)
+    found = {}
+    for path in sorted(glob.glob(os.path.join(glob.escape(out), glob.escape(dataset) + "-*"))):
+        m = pattern.fullmatch(os.path.basename(path))
+        if m and os.path.isdir(path):
+            found[m.group(1)] = path
+    return found
+
+
+def read_rows(dirs, runs):
+    rows, seen = [], set()
+    for spec in runs:
+        only, _, run = spec.rpartition(":")
+        for case, d in dirs.items():
+            path = os.path.join(d, run + ".csv")
+            if only and case != only:
+                continue
+            if not os.path.exists(path):
+                continue
+            with open(path) as f:
+                for r in csv.DictReader(f):
+                    key = (r["storage"], r["loader"], r["mode"], r["workers"])
+                    if r.get("samples_per_s") and key not in seen:
+                        seen.add(key)
+                        rows.append(r)
+    return rows
 
 
 def main():
-    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
-        print(__doc__)
-        sys.exit(2)
-    out = sys.argv[1]
-    rows = []
-    for path in glob.glob(os.path.join(out, "*.csv")):
-        with open(path) as f:
-            rows += [r for r in csv.DictReader(f) if r.get("samples_per_s")]
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("outdir")
+    ap.add_argument("dataset")
+    ap.add_argument("--runs", default="e2e", help="comma-separated [STORAGE:]RUN (<run>.csv); the first wins")
+    args = ap.parse_args()
+    out, dataset = args.outdir, args.dataset
+    dirs = case_dirs(out, dataset)
+    rows = read_rows(dirs, args.runs.split(","))
     if not rows:
-        sys.exit(f"no results in {out}")
+        sys.exit(f"no results for dataset {dataset!r} in {out} (looked for {dataset}-<storage>/<run>.csv, "
+                 f"runs {args.runs}, in: {', '.join(dirs) or 'no such directories'})")
     storages = [s for s in ORDER if any(r["storage"] == s for r in rows)]
     storages += sorted({r["storage"] for r in rows} - set(storages))
     loaders = sorted({r["loader"] for r in rows}, key=lambda l: (not l.startswith("ufspack"), l))
@@ -62,11 +110,11 @@ def main():
             ax.legend(fontsize=7, ncol=6, loc="upper center", bbox_to_anchor=(0.5, -0.07))
             ax.grid(axis="y", alpha=0.3)
             fig.tight_layout()
-            path = os.path.join(out, f"e2e-{mode}-w{workers}.png")
+            path = os.path.join(out, f"{dataset}-e2e-{mode}-w{workers}.png")
             fig.savefig(path, dpi=110)
             plt.close(fig)
             print(path)
-    write_tables(out, rows, storages, loaders)
+    write_tables(out, dataset, dirs, rows, storages, loaders)
 
 
 def ratio_cell(v, base, fmt, what=""):
@@ -78,7 +126,7 @@ def ratio_cell(v, base, fmt, what=""):
     return f"{v:{fmt}}"
 
 
-def write_tables(out, rows, storages, loaders):
+def write_tables(out, dataset, dirs, rows, storages, loaders):
     """One markdown table per storage case: loaders x (mode, workers), with
     each loader's ratio to ImageFolder in the same column."""
     cols = sorted({(r["mode"], r["workers"]) for r in rows}, key=lambda c: (c[0] != "raw", int(c[1])))
@@ -97,9 +145,11 @@ def write_tables(out, rows, storages, loaders):
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     builds = []
-    for path in sorted(glob.glob(os.path.join(out, "builds-*.json"))):
-        with open(path) as f:
-            builds += json.load(f)
+    for case, d in dirs.items():
+        path = os.path.join(d, "builds.json")
+        if case.startswith("builds-") and os.path.exists(path):
+            with open(path) as f:
+                builds += json.load(f)
     if builds:
         lines.append("### builds (median seconds, outputs on local disk)\n")
         cases = list(dict.fromkeys(b["storage"] for b in builds))
@@ -114,7 +164,7 @@ def write_tables(out, rows, storages, loaders):
                                         ".2f", " ufspack's time"))
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
-    path = os.path.join(out, "tables.md")
+    path = os.path.join(out, f"{dataset}-tables.md")
     with open(path, "w") as f:
         f.write("\n".join(lines))
     print(path)

@@ -37,9 +37,9 @@ for c in ("cats", "dogs"):
         Image.fromarray(arr).save(os.path.join(root, c, f"{i}.jpg"), quality=90)
 PY
 export PYTHONPATH=$BUILD/python${PYTHONPATH:+:$PYTHONPATH}
-loaders=$("$PY" -c "import sys; sys.path.insert(0, '$SRC/bench'); import e2e_peers; print(','.join(e2e_peers.PEER_LOADERS))")
+loaders=$("$PY" "$SRC/bench/e2e.py" list --group peer --available --names)
 for p in $PEERS; do
-  case ",$loaders," in *",$p,"*) ;; *) echo "peer $p installed but not usable by e2e_peers (found: $loaders)"; exit 1 ;; esac
+  case ",$loaders," in *",$p,"*) ;; *) echo "peer $p installed but not usable by bench/e2e.py (found: $loaders)"; exit 1 ;; esac
 done
 "$PY" "$SRC/bench/e2e.py" prepare "$TMP/tree" "$TMP/work" --ufspack-cli "$BUILD/ufspack" >"$TMP/prepare.log" 2>&1 \
   || { cat "$TMP/prepare.log"; exit 1; }

@@ -15,38 +15,29 @@ pytest.importorskip("torchvision")
 BENCH = os.path.join(os.path.dirname(__file__), "..", "..", "bench")
 
 
-def available(loader):
-    need = {"imagefolder_cv2": "cv2", "imagefolder_imdecode": "cv2", "lmdb": "lmdb", "hdf5": "h5py"}
-    mod = need.get(loader)
-    return mod is None or importlib.util.find_spec(mod) is not None
-
-
-def peer_loaders():
-    """The peers bench/e2e_peers.py can run in this interpreter (may be none)."""
-    sys.path.insert(0, BENCH)
-    try:
-        import e2e_peers
-    finally:
-        sys.path.pop(0)
-    return list(e2e_peers.PEER_LOADERS)
+def available_loaders():
+    """Every registered loader this interpreter can run (peers: may be none)."""
+    out = subprocess.run([sys.executable, f"{BENCH}/e2e.py", "list", "--available", "--names"],
+                         check=True, capture_output=True, text=True).stdout
+    return out.strip().split(",")
 
 
 def test_harness_runs_every_loader(small_tree, tmp_path):
-    work, out = str(tmp_path / "work"), str(tmp_path / "out" / "local")
+    # Results laid out as run_e2e.sh does: <outdir>/<dataset>-<storage>/e2e.
+    work, out = str(tmp_path / "work"), str(tmp_path / "out" / "tiny-local-warm" / "e2e")
     cli = os.environ.get("UFSPACK_CLI")
     subprocess.run([sys.executable, f"{BENCH}/e2e.py", "prepare", small_tree, work]
                    + (["--ufspack-cli", cli] if cli else []), check=True, capture_output=True)
     prepared = json.load(open(os.path.join(work, "prepared.json")))
     assert prepared["samples"] == 24 and prepared["classes"] == ["class0", "class1", "class2"]
     run = subprocess.run([sys.executable, f"{BENCH}/e2e.py", "run", work, "--limit", "8",
-                          "--workers", "0,2", "--out", out],
+                          "--workers", "0,2", "--storage", "local-warm", "--out", out],
                          check=True, capture_output=True, text=True)
     rows = list(csv.DictReader(open(out + ".csv")))
     loaders = {r["loader"] for r in rows}
-    for loader in ["imagefolder", "imagefolder_cv2", "imagefolder_imdecode", "ufspack",
-                   "ufspack_numpy", "ufspack_batch", "lmdb", "tar", "hdf5"] + peer_loaders():
-        if not available(loader):
-            continue
+    expected = available_loaders()
+    assert {"imagefolder", "ufspack", "ufspack_numpy", "ufspack_batch", "tar"} <= set(expected)
+    for loader in expected:
         assert loader in loaders, run.stdout
         for r in rows:
             if r["loader"] == loader:
@@ -54,10 +45,12 @@ def test_harness_runs_every_loader(small_tree, tmp_path):
                 assert int(r["samples"]) == 8, (loader, r)
                 assert float(r["samples_per_s"]) > 0
     if importlib.util.find_spec("matplotlib"):
-        plot = subprocess.run([sys.executable, f"{BENCH}/plot_e2e.py", str(tmp_path / "out")],
+        plot = subprocess.run([sys.executable, f"{BENCH}/plot_e2e.py", str(tmp_path / "out"), "tiny"],
                               check=True, capture_output=True, text=True)
         pngs = [p for p in plot.stdout.split() if p.endswith(".png")]
         assert len(pngs) == 4 and all(os.path.getsize(p) > 1000 for p in pngs)
+        assert all(os.path.basename(p).startswith("tiny-e2e-") for p in pngs)
+        assert "### local-warm" in open(tmp_path / "out" / "tiny-tables.md").read()
 
 
 def test_repeat_reports_the_median_and_spread(small_tree, tmp_path):
