@@ -441,6 +441,7 @@ bool ReturnsWithin(int seconds, const std::function<void()>& fn,
   }
   done.get();
   return false;
+}
 
 std::string ZstdFrameDeclaring(const std::string& content,
                                uint64_t declared_size) {
