@@ -17,7 +17,6 @@ import argparse
 import gc
 import json
 import os
-import resource
 import shutil
 import sys
 import tempfile
@@ -103,8 +102,9 @@ def bench_dataset(tree, pack, workers, repeat):
 
 
 def bench_startup(synthetic, tree_files, workdir):
-    import ufspack
     from torchvision import datasets
+
+    import ufspack
 
     # A pack of `synthetic` tiny records in 1000 classes, written with the C++ packer
     # from a generated flat list is too slow through the file system; build a real

@@ -52,7 +52,6 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import loaders  # noqa: E402
 
-
 # --- preparation -------------------------------------------------------------------
 
 def list_imagefolder(root):
@@ -115,9 +114,9 @@ def build_selection(args):
     """The loaders `prepare` builds containers for."""
     sel = loaders.select(args.loaders)
     if args.only_peers:
-        return [l for l in sel if l.group == "peer"]
+        return [ld for ld in sel if ld.group == "peer"]
     if args.no_peers:
-        return [l for l in sel if l.group != "peer"]
+        return [ld for ld in sel if ld.group != "peer"]
     return sel
 
 
@@ -376,7 +375,7 @@ def run(args):
                         warm(args.workdir)
                     proc = subprocess.run(child_cmd(args, loader, mode, workers, args.limit),
                                           capture_output=True, text=True, env=env)
-                    line = next((l for l in proc.stdout.splitlines() if l.startswith("RESULT ")), None)
+                    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
                     if proc.returncode != 0 or line is None:
                         err = (proc.stderr.strip().splitlines() or ["?"])[-1]
                         break

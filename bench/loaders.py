@@ -128,8 +128,8 @@ def get(name):
 
 def names(group=None, available=False):
     _load_providers()
-    return [n for n, l in _registry.items()
-            if (group is None or l.group == group) and not (available and l.missing())]
+    return [n for n, ld in _registry.items()
+            if (group is None or ld.group == group) and not (available and ld.missing())]
 
 
 def select(spec):

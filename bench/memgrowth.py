@@ -124,7 +124,7 @@ def run_one(args):
     points = []
     seen = 0
     t0 = time.perf_counter()
-    for b, nbytes in enumerate(it, 1):
+    for b, _nbytes in enumerate(it, 1):
         seen += min(args.batch_size, len(order) - (b - 1) * args.batch_size)
         if b == 1 or b in marks:
             for w, pid in enumerate(pids):
@@ -142,7 +142,7 @@ def run(args):
                "--num-workers", str(args.workers), "--limit", str(args.limit), "--seed", str(args.seed),
                "--batch-size", str(args.batch_size), "--points", str(args.points)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
-        line = next((l for l in proc.stdout.splitlines() if l.startswith("RESULT ")), None)
+        line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
         if proc.returncode or line is None:
             sys.exit(f"{loader}: failed:\n{proc.stderr[-3000:]}")
         rec = json.loads(line[len("RESULT "):])
@@ -153,7 +153,8 @@ def run(args):
         for w in sorted(last):
             print(f"{loader:12s} worker {w}: {rec['samples']:,} of {rec['records']:,} records in "
                   f"{rec['epoch_s']:.1f} s (start-up {rec['startup_s']:.2f} s); "
-                  f"private_dirty {first[w]['private_dirty'] / 1024:7.1f} -> {last[w]['private_dirty'] / 1024:7.1f} MiB, "
+                  f"private_dirty {first[w]['private_dirty'] / 1024:7.1f} -> "
+                  f"{last[w]['private_dirty'] / 1024:7.1f} MiB, "
                   f"uss {first[w]['uss'] / 1024:7.1f} -> {last[w]['uss'] / 1024:7.1f} MiB, "
                   f"rss {first[w]['rss'] / 1024:7.1f} -> {last[w]['rss'] / 1024:7.1f} MiB", flush=True)
     if args.out:

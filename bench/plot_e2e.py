@@ -81,7 +81,7 @@ def main():
                  f"runs {args.runs}, in: {', '.join(dirs) or 'no such directories'})")
     storages = [s for s in ORDER if any(r["storage"] == s for r in rows)]
     storages += sorted({r["storage"] for r in rows} - set(storages))
-    loaders = sorted({r["loader"] for r in rows}, key=lambda l: (not l.startswith("ufspack"), l))
+    loaders = sorted({r["loader"] for r in rows}, key=lambda name: (not name.startswith("ufspack"), name))
     for mode in sorted({r["mode"] for r in rows}):
         for workers in sorted({r["workers"] for r in rows}, key=int):
             sel = [r for r in rows if r["mode"] == mode and r["workers"] == workers]

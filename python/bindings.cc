@@ -29,8 +29,10 @@
 
 #include "ufspack/builder.h"
 #include "ufspack/decode.h"
+#include "ufspack/format.h"
 #include "ufspack/parallel.h"
 #include "ufspack/reader.h"
+#include "ufspack/version.h"
 
 namespace py = pybind11;
 
@@ -438,7 +440,7 @@ PYBIND11_MODULE(_core, m) {
   static py::exception<std::runtime_error> corrupt(m, "CorruptPackError",
                                                    PyExc_OSError);
   g_corrupt_pack_error = corrupt.ptr();
-  m.attr("__version__") = UFSPACK_VERSION;
+  m.attr("__version__") = UFSPACK_VERSION_STRING;
   m.attr("NO_LABEL") = -1;
 
   py::class_<PyReader>(m, "Reader")

@@ -24,8 +24,14 @@ for c, color in (("cats", (200, 10, 10)), ("dogs", (10, 200, 10))):
         Image.new("RGB", (8 + i, 6), color).save(f"tree/{c}/{i}.png")
 PY
 "$TMP/venv/bin/ufspack" build tree -o pack -q
-"$TMP/venv/bin/python" - <<'PY'
+# One version everywhere: CMakeLists.txt's project() is the source.
+VERSION=$(sed -n 's/^project(ufspack VERSION \([0-9.]*\).*/\1/p' "$SRC/CMakeLists.txt")
+UFSPACK_EXPECTED_VERSION=$VERSION "$TMP/venv/bin/python" - <<'PY'
+import importlib.metadata, os
 import numpy as np, ufspack
+want = os.environ["UFSPACK_EXPECTED_VERSION"]
+assert ufspack.__version__ == importlib.metadata.version("ufspack") == want, (
+    ufspack.__version__, importlib.metadata.version("ufspack"), want)
 ds = ufspack.MyImageFolder("pack")
 assert ds.classes == ["cats", "dogs"] and len(ds) == 6, (ds.classes, len(ds))
 img, label = ds[4]

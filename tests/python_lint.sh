@@ -21,6 +21,6 @@ if [ ! -x "$VENV/bin/mypy" ] || [ ! -x "$VENV/bin/ruff" ] ||
 fi
 cd "$SRC"
 echo "== ruff check ($RUFF)"
-"$VENV/bin/ruff" check --no-cache python tests/python
+"$VENV/bin/ruff" check --no-cache python tests/python bench
 echo "== mypy ($MYPY)"
 "$VENV/bin/mypy" --cache-dir "$BUILD/mypy-cache"

@@ -19,7 +19,6 @@
 #include <cstring>
 #include <fstream>
 #include <future>
-
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -506,9 +505,9 @@ void WriteShortZstdFramePack(const std::string& dir, size_t content_bytes,
   if (!s.ok()) throw std::runtime_error(s.ToString());
   const uint64_t entry = h.records.offset + i * RecordEntry::kEncodedLength;
   EncodeFixed64(&b[entry + 16], claim);
-  b[entry + 52] = static_cast<char>(Codec::kZstd);
+  b[entry + RecordEntry::kCodecAt] = static_cast<char>(Codec::kZstd);
   constexpr uint64_t kBody = IndexHeader::kEncodedLength;
-  EncodeFixed64(&b[IndexHeader::kHeaderChecksumOffset - 8],
+  EncodeFixed64(&b[IndexHeader::kBodyChecksumOffset],
                 Checksum64(b.data() + kBody, b.size() - kBody));
   EncodeFixed64(&b[IndexHeader::kHeaderChecksumOffset],
                 Checksum64(b.data(), IndexHeader::kHeaderChecksumOffset));

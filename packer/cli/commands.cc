@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ufspack/builder.h"
+#include "ufspack/format.h"
 #include "ufspack/reader.h"
 #include "util.h"
 

@@ -29,6 +29,7 @@
 
 #include "open_any_length.h"
 #include "ufspack/coding.h"
+#include "ufspack/format.h"
 
 namespace ufspack {
 namespace {
@@ -267,6 +268,8 @@ Status PackWriter::Create(const std::string& out_dir_in,
   *writer = std::move(w);
   return Status::OK();
 }
+
+uint64_t PackWriter::record_count() const { return records_.size(); }
 
 PackWriter::~PackWriter() {
   if (!finished_) Abandon();

@@ -185,7 +185,7 @@ void IndexHeader::EncodeTo(std::string* dst) const {
     EncodeFixed64(buf + 80 + 16 * i, sections[i]->offset);
     EncodeFixed64(buf + 88 + 16 * i, sections[i]->size);
   }
-  EncodeFixed64(buf + 160, body_checksum);
+  EncodeFixed64(buf + kBodyChecksumOffset, body_checksum);
   EncodeFixed64(buf + kHeaderChecksumOffset,
                 Checksum64(buf, kHeaderChecksumOffset));
   dst->append(buf, kEncodedLength);
@@ -253,7 +253,7 @@ Status IndexHeader::DecodeFrom(std::string_view* input) {
     sections[i]->offset = DecodeFixed64(p + 80 + 16 * i);
     sections[i]->size = DecodeFixed64(p + 88 + 16 * i);
   }
-  body_checksum = DecodeFixed64(p + 160);
+  body_checksum = DecodeFixed64(p + kBodyChecksumOffset);
   input->remove_prefix(kEncodedLength);
   return Status::OK();
 }
@@ -342,15 +342,15 @@ Status IndexHeader::ValidateLayout() const {
 
 void RecordEntry::EncodeTo(std::string* dst) const {
   char buf[kEncodedLength] = {};
-  EncodeFixed64(buf + 0, offset);
-  EncodeFixed64(buf + 8, stored_length);
-  EncodeFixed64(buf + 16, original_length);
-  EncodeFixed64(buf + 24, checksum);
-  EncodeFixed64(buf + 32, name_offset);
-  EncodeFixed32(buf + 40, name_length);
-  EncodeFixed32(buf + 44, label);
-  EncodeFixed32(buf + 48, name_hash);
-  buf[52] = static_cast<char>(codec);
+  EncodeFixed64(buf + kOffsetAt, offset);
+  EncodeFixed64(buf + kStoredLengthAt, stored_length);
+  EncodeFixed64(buf + kOriginalLengthAt, original_length);
+  EncodeFixed64(buf + kChecksumAt, checksum);
+  EncodeFixed64(buf + kNameOffsetAt, name_offset);
+  EncodeFixed32(buf + kNameLengthAt, name_length);
+  EncodeFixed32(buf + kLabelAt, label);
+  EncodeFixed32(buf + kNameHashAt, name_hash);
+  buf[kCodecAt] = static_cast<char>(codec);
   dst->append(buf, kEncodedLength);
 }
 
@@ -360,20 +360,20 @@ Status RecordEntry::DecodeFrom(std::string_view* input) {
         ShortInput("record entry", kEncodedLength, input->size()));
   }
   const char* p = input->data();
-  offset = DecodeFixed64(p + 0);
-  stored_length = DecodeFixed64(p + 8);
-  original_length = DecodeFixed64(p + 16);
-  checksum = DecodeFixed64(p + 24);
-  name_offset = DecodeFixed64(p + 32);
-  name_length = DecodeFixed32(p + 40);
-  label = DecodeFixed32(p + 44);
-  name_hash = DecodeFixed32(p + 48);
-  uint8_t c = static_cast<uint8_t>(p[52]);
+  offset = DecodeFixed64(p + kOffsetAt);
+  stored_length = DecodeFixed64(p + kStoredLengthAt);
+  original_length = DecodeFixed64(p + kOriginalLengthAt);
+  checksum = DecodeFixed64(p + kChecksumAt);
+  name_offset = DecodeFixed64(p + kNameOffsetAt);
+  name_length = DecodeFixed32(p + kNameLengthAt);
+  label = DecodeFixed32(p + kLabelAt);
+  name_hash = DecodeFixed32(p + kNameHashAt);
+  uint8_t c = static_cast<uint8_t>(p[kCodecAt]);
   if (c > static_cast<uint8_t>(Codec::kZstd)) {
     return Status::Corruption("unknown codec " + std::to_string(c));
   }
   codec = static_cast<Codec>(c);
-  if (!AllZero(p + 53, 3)) {
+  if (!AllZero(p + kReservedAt, 3)) {
     return Status::Corruption("reserved bytes 53..55 are not zero");
   }
   if (codec == Codec::kRaw && stored_length != original_length) {

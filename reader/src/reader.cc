@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "ufspack/coding.h"
+#include "ufspack/file.h"
+#include "ufspack/format.h"
 #include "ufspack/parallel.h"
 #include "ufspack/text.h"
 
@@ -160,14 +162,15 @@ Status Reader::Init() {
     return Status::Corruption(iname + ": empty file, not a ufspack index");
   }
   std::string_view in = bytes;
-  UFSPACK_RETURN_IF_ERROR(header_.DecodeFrom(&in).WithContext(iname));
-  UFSPACK_RETURN_IF_ERROR(header_.ValidateLayout().WithContext(iname));
-  if (header_.index_size != bytes.size()) {
+  IndexHeader header;
+  UFSPACK_RETURN_IF_ERROR(header.DecodeFrom(&in).WithContext(iname));
+  UFSPACK_RETURN_IF_ERROR(header.ValidateLayout().WithContext(iname));
+  if (header.index_size != bytes.size()) {
     return Status::Corruption(
-        iname + ": size: expected " + std::to_string(header_.index_size) +
+        iname + ": size: expected " + std::to_string(header.index_size) +
         " bytes (recorded in the header), found " +
         std::to_string(bytes.size()) +
-        (bytes.size() < header_.index_size ? " (truncated)" : ""));
+        (bytes.size() < header.index_size ? " (truncated)" : ""));
   }
 
   // Pairing: the data header's pack id must match, and the size must be the
@@ -178,22 +181,22 @@ Status Reader::Init() {
   DataHeader data_header;
   std::string_view din(dh, got);
   UFSPACK_RETURN_IF_ERROR(data_header.DecodeFrom(&din).WithContext(dname));
-  if (data_header.pack_id != header_.pack_id) {
+  if (data_header.pack_id != header.pack_id) {
     return Status::Corruption(iname + " and " + dname +
                               " are not one pack: index pack id " +
-                              header_.pack_id.ToHex() + ", data pack id " +
+                              header.pack_id.ToHex() + ", data pack id " +
                               data_header.pack_id.ToHex());
   }
-  if (data_header.version != header_.version) {
+  if (data_header.version != header.version) {
     return Status::Corruption(
-        iname + " is version " + std::to_string(header_.version) + " but " +
+        iname + " is version " + std::to_string(header.version) + " but " +
         dname + " is version " + std::to_string(data_header.version));
   }
   uint64_t data_size = 0;
   UFSPACK_RETURN_IF_ERROR(data_->Size(&data_size));
-  if (data_size != header_.data_size) {
+  if (data_size != header.data_size) {
     return Status::Corruption(dname + ": size: expected " +
-                              std::to_string(header_.data_size) +
+                              std::to_string(header.data_size) +
                               " bytes (recorded in " + iname + "), found " +
                               std::to_string(data_size));
   }
@@ -202,28 +205,29 @@ Status Reader::Init() {
     const uint64_t actual =
         Checksum64(bytes.data() + IndexHeader::kEncodedLength,
                    bytes.size() - IndexHeader::kEncodedLength);
-    if (actual != header_.body_checksum) {
+    if (actual != header.body_checksum) {
       return Status::Corruption(
           iname + ": index body checksum mismatch: expected " +
-          HexU64(header_.body_checksum) + ", found " + HexU64(actual));
+          HexU64(header.body_checksum) + ", found " + HexU64(actual));
     }
   }
 
-  records_ = bytes.substr(header_.records.offset, header_.records.size);
-  classes_ = bytes.substr(header_.classes.offset, header_.classes.size);
-  lookup_ = bytes.substr(header_.lookup.offset, header_.lookup.size);
-  names_ = bytes.substr(header_.names.offset, header_.names.size);
-  meta_ = bytes.substr(header_.meta.offset, header_.meta.size);
+  records_ = bytes.substr(header.records.offset, header.records.size);
+  classes_ = bytes.substr(header.classes.offset, header.classes.size);
+  lookup_ = bytes.substr(header.lookup.offset, header.lookup.size);
+  names_ = bytes.substr(header.names.offset, header.names.size);
+  meta_ = bytes.substr(header.meta.offset, header.meta.size);
 
-  info_.version = header_.version;
-  info_.pack_id = header_.pack_id;
-  info_.record_count = header_.record_count;
-  info_.class_count = header_.class_count;
-  info_.data_size = header_.data_size;
-  info_.index_size = header_.index_size;
-  info_.flat = header_.flat();
-  info_.optional_flags = header_.optional_flags;
-  info_.checksum_type = header_.checksum_type;
+  info_.version = header.version;
+  info_.pack_id = header.pack_id;
+  info_.record_count = header.record_count;
+  info_.class_count = header.class_count;
+  info_.data_size = header.data_size;
+  info_.index_size = header.index_size;
+  info_.flat = header.flat();
+  info_.optional_flags = header.optional_flags;
+  info_.checksum_type = header.checksum_type;
+  body_checksum_ = header.body_checksum;
   return Status::OK();
 }
 
@@ -369,7 +373,8 @@ Status Reader::Find(std::string_view name, uint64_t* index) const {
     }
     // Cheap reject on the stored hash tag before decoding the entry.
     const uint32_t stored_tag = DecodeFixed32(
-        records_.data() + candidate * RecordEntry::kEncodedLength + 48);
+        records_.data() + candidate * RecordEntry::kEncodedLength +
+        RecordEntry::kNameHashAt);
     if (stored_tag == tag) {
       Record r;
       UFSPACK_RETURN_IF_ERROR(GetRecord(candidate, &r));
@@ -769,10 +774,10 @@ Status Reader::CheckIndex() const {
   const uint64_t actual =
       Checksum64(bytes.data() + IndexHeader::kEncodedLength,
                  bytes.size() - IndexHeader::kEncodedLength);
-  if (actual != header_.body_checksum) {
+  if (actual != body_checksum_) {
     return Status::Corruption(
         iname + ": index body checksum mismatch: expected " +
-        HexU64(header_.body_checksum) + ", found " + HexU64(actual));
+        HexU64(body_checksum_) + ", found " + HexU64(actual));
   }
   for (uint64_t i = 0; i < info_.record_count; ++i) {
     Record r;

@@ -695,11 +695,14 @@ void WriteDuplicateNamePack(const std::string& pack) {
   IndexHeader h;
   ASSERT_TRUE(h.DecodeFrom(&in).ok());
   const uint64_t entry1 = h.records.offset + RecordEntry::kEncodedLength;
-  const uint64_t name_at = h.names.offset + DecodeFixed64(&index[entry1 + 32]);
+  const uint64_t name_at =
+      h.names.offset +
+      DecodeFixed64(&index[entry1 + RecordEntry::kNameOffsetAt]);
   ASSERT_EQ(index.substr(name_at, 5), "b.jpg");
   index[name_at] = 'a';
-  EncodeFixed32(&index[entry1 + 48], NameHashTag(NameHash("a.jpg")));
-  EncodeFixed64(&index[IndexHeader::kHeaderChecksumOffset - 8],
+  EncodeFixed32(&index[entry1 + RecordEntry::kNameHashAt],
+                NameHashTag(NameHash("a.jpg")));
+  EncodeFixed64(&index[IndexHeader::kBodyChecksumOffset],
                 Checksum64(index.data() + IndexHeader::kEncodedLength,
                            index.size() - IndexHeader::kEncodedLength));
   EncodeFixed64(&index[IndexHeader::kHeaderChecksumOffset],
@@ -754,7 +757,7 @@ TEST(CliExtract, DamagedLookupTableIsCorruptionAsInVerify) {
       index.begin() + static_cast<ptrdiff_t>(h.lookup.offset),
       index.begin() + static_cast<ptrdiff_t>(h.lookup.offset + h.lookup.size),
       '\0');
-  EncodeFixed64(&index[IndexHeader::kHeaderChecksumOffset - 8],
+  EncodeFixed64(&index[IndexHeader::kBodyChecksumOffset],
                 Checksum64(index.data() + IndexHeader::kEncodedLength,
                            index.size() - IndexHeader::kEncodedLength));
   EncodeFixed64(&index[IndexHeader::kHeaderChecksumOffset],

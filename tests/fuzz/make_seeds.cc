@@ -174,7 +174,8 @@ int main(int argc, char** argv) {
       [&](std::string* index) {
         const size_t entry = ufspack::IndexHeader::kEncodedLength;
         ufspack::EncodeFixed64(&(*index)[entry + 16], claimed);
-        (*index)[entry + 52] = static_cast<char>(ufspack::Codec::kZstd);
+        (*index)[entry + ufspack::RecordEntry::kCodecAt] =
+            static_cast<char>(ufspack::Codec::kZstd);
       });
   std::string cleanup = "rm -rf '" + tmp + "'";
   if (std::system(cleanup.c_str()) != 0) ok = false;

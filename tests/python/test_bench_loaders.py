@@ -84,7 +84,8 @@ def test_every_loader_has_the_adapter_interface(loaders):
 
 
 def test_unknown_loader_lists_the_registered_ones(loaders, tmp_path):
-    with pytest.raises(loaders.UnknownLoaderError, match=r"unknown loader 'nope'; registered: imagefolder, .*webdataset"):
+    expected = r"unknown loader 'nope'; registered: imagefolder, .*webdataset"
+    with pytest.raises(loaders.UnknownLoaderError, match=expected):
         loaders.select("ufspack,nope")
     run = subprocess.run([sys.executable, f"{BENCH}/e2e.py", "run", str(tmp_path), "--loaders", "ufspack,nope"],
                          capture_output=True, text=True)

@@ -76,8 +76,8 @@ def test_short_zstd_frame_is_corrupt_pack_error(tmp_path, forged, how):
     why = "zstd frame ends early or is damaged" if forged else "zstd frame content size"
     with pytest.raises(ufspack.CorruptPackError, match=why) as e:
         eval(READS[how], {"ufspack": ufspack, "pack": pack, "i": i})
-    assert "record %d 'c/hostile.jpg'" % i in str(e.value)
-    assert "expected %d" % claimed in str(e.value)
+    assert f"record {i} 'c/hostile.jpg'" in str(e.value)
+    assert f"expected {claimed}" in str(e.value)
 
 
 @pytest.mark.skipif(
@@ -121,4 +121,4 @@ def test_short_zstd_frame_under_address_space_limit(tmp_path, forged, how):
     )
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, (r.returncode, r.stdout, r.stderr[-2000:])
-    assert "record %d 'c/hostile.jpg'" % i in r.stdout
+    assert f"record {i} 'c/hostile.jpg'" in r.stdout

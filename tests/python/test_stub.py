@@ -99,3 +99,11 @@ def test_stub_checker_itself_fails_on_a_wrong_stub(name):
           if isinstance(f, ast.FunctionDef) and f.name == name][0]
     fn.args.args[-1].arg += "_renamed"
     assert params_of_stub(fn) != params_of_doc(getattr(_core.Reader, name))
+
+
+def test_version_is_cmakes_project_version():
+    """One version: CMakeLists.txt's project() feeds the module (and the
+    wheel's metadata, checked by tests/pip_install_test.sh)."""
+    with open(os.path.join(os.path.dirname(STUB), "..", "..", "CMakeLists.txt")) as f:
+        m = re.search(r"^project\(ufspack VERSION ([0-9]+\.[0-9]+\.[0-9]+)", f.read(), re.M)
+    assert m and _core.__version__ == m.group(1)

@@ -145,7 +145,7 @@ constexpr uint64_t kNamesSizeField = 136;
 constexpr uint64_t kMetaOffsetField = 144;
 constexpr uint64_t kMetaSizeField = 152;
 // The body checksum is the field just before the header checksum.
-constexpr uint64_t kBodyChecksumField = IndexHeader::kHeaderChecksumOffset - 8;
+constexpr uint64_t kBodyChecksumField = IndexHeader::kBodyChecksumOffset;
 
 // Recomputes the body checksum and the header checksum of an index, so a
 // patched field is seen by the rule under test rather than by a checksum.

@@ -42,11 +42,15 @@
 #include <vector>
 
 #include "ufspack/export.h"
-#include "ufspack/format.h"
 #include "ufspack/scan.h"
 #include "ufspack/status.h"
+#include "ufspack/types.h"
 
 namespace ufspack {
+
+// On-disk entries (reader/internal/ufspack/format.h): internal.
+struct RecordEntry;
+struct ClassEntry;
 
 struct PackWriterOptions {
   // Store a record as zstd when that makes it smaller; otherwise raw.
@@ -113,7 +117,7 @@ class UFSPACK_EXPORT PackWriter {
 
   // The first error, sticky: once set, every call returns it.
   const Status& status() const { return status_; }
-  uint64_t record_count() const { return records_.size(); }
+  uint64_t record_count() const;
   uint64_t data_bytes() const { return data_offset_; }
   const std::string& out_dir() const { return out_dir_; }
 

@@ -62,11 +62,15 @@
 #include <vector>
 
 #include "ufspack/export.h"
-#include "ufspack/file.h"
-#include "ufspack/format.h"
 #include "ufspack/status.h"
+#include "ufspack/types.h"
 
 namespace ufspack {
+
+// Storage a Reader can be opened over (reader/internal/ufspack/file.h):
+// internal, for tests, fuzzers and fault injection.
+class Region;
+class RandomAccessFile;
 
 struct ReaderOptions {
   // Verify each record's XXH3-64 checksum on Read().  A mismatch is
@@ -137,8 +141,9 @@ class UFSPACK_EXPORT Reader {
   static Status Open(const std::string& path, const ReaderOptions& options,
                      std::unique_ptr<Reader>* reader);
 
-  // Opens a pack from already opened storage (tests, fuzzers, custom
-  // storage).  Takes ownership of both.
+  // Opens a pack from already opened storage (tests, fuzzers, fault
+  // injection: the types are declared in the internal file.h and are not
+  // part of the installed API).  Takes ownership of both.
   static Status Open(std::unique_ptr<Region> index,
                      std::unique_ptr<RandomAccessFile> data,
                      const ReaderOptions& options,
@@ -233,7 +238,7 @@ class UFSPACK_EXPORT Reader {
 
   ReaderOptions options_;
   PackInfo info_;
-  IndexHeader header_;
+  uint64_t body_checksum_ = 0;  // IndexHeader.body_checksum
   std::unique_ptr<Region> index_;
   std::unique_ptr<RandomAccessFile> data_;
   std::string_view records_;  // record table bytes

@@ -34,6 +34,7 @@
 
 #include "ufspack/export.h"
 #include "ufspack/status.h"
+#include "ufspack/types.h"
 
 namespace ufspack {
 
@@ -49,8 +50,8 @@ inline constexpr char kDataMagic[8] = {'\x89', 'U', 'F', 'S',
 inline constexpr char kIndexMagic[8] = {'\x89', 'U', 'F', 'S',
                                         'I',    'D', 'X', '\n'};
 
-// The version this build writes, and the range it reads.
-inline constexpr uint32_t kFormatVersion = 1;
+// The range of versions this build reads (kFormatVersion, the version it
+// writes, is in types.h).
 inline constexpr uint32_t kMinReadableVersion = 1;
 inline constexpr uint32_t kMaxReadableVersion = 1;
 
@@ -59,16 +60,10 @@ inline constexpr bool FormatHasZstdRecords(uint32_t version) {
   return version >= 1;
 }
 
-// File names inside a pack directory.
-inline constexpr char kDataFileName[] = "data.ufs";
-inline constexpr char kIndexFileName[] = "index.ufs";
 // The previous data.ufs, hard-linked here while a build publishes its pair
 // (see docs/format.md, "Publishing a pack"): a build killed between its two
 // renames leaves the previous index.ufs complete with this file.
 inline constexpr char kPrevDataFileName[] = ".data.ufs.prev";
-
-// Label of every record in a flat pack (a pack with no classes).
-inline constexpr uint32_t kNoLabel = 0xFFFFFFFFu;
 
 // The record table uses uint32 lookup slots holding index + 1, so a pack
 // holds at most this many records.
@@ -80,16 +75,6 @@ inline constexpr uint64_t kMaxRecords = 0xFFFFFFFEull;
 inline constexpr uint32_t kKnownRequiredFlags = 0;
 inline constexpr uint32_t kOptionalFlagFlat = 1u << 0;  // built without classes
 
-enum class Codec : uint8_t {
-  kRaw = 0,   // stored bytes are the original bytes
-  kZstd = 1,  // stored bytes are one zstd frame with the content size set
-};
-UFSPACK_EXPORT const char* CodecName(Codec codec);
-
-enum class ChecksumType : uint8_t {
-  kXXH3_64 = 1,  // XXH3_64bits with seed 0
-};
-
 // XXH3-64 (seed 0) of `n` bytes: the record and index checksum.
 UFSPACK_EXPORT uint64_t Checksum64(const void* data, size_t n);
 
@@ -97,17 +82,6 @@ UFSPACK_EXPORT uint64_t Checksum64(const void* data, size_t n);
 inline uint64_t NameHash(std::string_view name) {
   return Checksum64(name.data(), name.size());
 }
-
-// 128-bit pack identifier written into both files.
-struct UFSPACK_EXPORT PackId {
-  std::array<uint8_t, 16> bytes{};
-
-  // XXH3-128 (seed 0) of `n` bytes, stored little-endian low64 then high64.
-  static PackId Of(const void* data, size_t n);
-  std::string ToHex() const;  // 32 lower-case hex digits
-  bool operator==(const PackId& o) const { return bytes == o.bytes; }
-  bool operator!=(const PackId& o) const { return bytes != o.bytes; }
-};
 
 // ---------------------------------------------------------------------------
 // data.ufs header
@@ -139,7 +113,9 @@ struct Section {
 
 struct UFSPACK_EXPORT IndexHeader {
   static constexpr size_t kEncodedLength = 176;
-  // Offset of header_checksum: it covers bytes [0, kHeaderChecksumOffset).
+  // Offset of body_checksum, and of header_checksum, which covers bytes
+  // [0, kHeaderChecksumOffset).
+  static constexpr size_t kBodyChecksumOffset = 160;
   static constexpr size_t kHeaderChecksumOffset = 168;
 
   uint32_t version = kFormatVersion;
@@ -180,6 +156,19 @@ struct UFSPACK_EXPORT IndexHeader {
 
 struct UFSPACK_EXPORT RecordEntry {
   static constexpr size_t kEncodedLength = 56;
+  // Field offsets within the encoded entry (docs/format.md, "Record
+  // table"), for code that reads one field in place, such as a lookup
+  // comparing name hash tags.
+  static constexpr size_t kOffsetAt = 0;
+  static constexpr size_t kStoredLengthAt = 8;
+  static constexpr size_t kOriginalLengthAt = 16;
+  static constexpr size_t kChecksumAt = 24;
+  static constexpr size_t kNameOffsetAt = 32;
+  static constexpr size_t kNameLengthAt = 40;
+  static constexpr size_t kLabelAt = 44;
+  static constexpr size_t kNameHashAt = 48;
+  static constexpr size_t kCodecAt = 52;
+  static constexpr size_t kReservedAt = 53;  // 3 bytes, zero
 
   uint64_t offset = 0;           // of the stored bytes in data.ufs
   uint64_t stored_length = 0;    // bytes in data.ufs
@@ -235,11 +224,8 @@ inline uint32_t NameHashTag(uint64_t hash) {
 // Metadata section
 // ---------------------------------------------------------------------------
 
-// Keys written by `ufspack build`.
-inline constexpr char kMetaSourceRoot[] = "source_root";  // the <dir> packed
-// The files selected: "*" for all, else the comma-separated extensions
-// (lower case, with a leading '.') a file name had to end with.
-inline constexpr char kMetaExtensions[] = "extensions";
+// The keys `ufspack build` writes, kMetaSourceRoot and kMetaExtensions, are
+// in types.h.
 
 // Encodes key/value pairs in key order (so output is deterministic).  An
 // empty map encodes to nothing (an empty section).
