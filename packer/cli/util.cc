@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <string>
 
+#include "posix_io.h"
 #include "ufspack/text.h"
 
 namespace ufspack {
@@ -212,18 +213,7 @@ std::string JsonString(std::string_view bytes) {
 }
 
 Status WriteFd(int fd, std::string_view data) {
-  const char* p = data.data();
-  size_t n = data.size();
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno("write", errno);
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return Status::OK();
+  return internal::WriteAll(fd, data.data(), data.size(), "");
 }
 
 Progress::Progress(bool enabled) : enabled_(enabled && ::isatty(2)) {}

@@ -130,6 +130,12 @@ class UFSPACK_EXPORT PackWriter {
                      uint64_t stored, uint64_t original, uint64_t checksum);
   Status WriteData(const char* p, size_t n);
   Status FlushData();
+  // Finish(), step by step: the index in memory, the files written and
+  // synced, the pack published (docs/format.md, "Publishing a pack").
+  Status EncodeIndex(IndexHeader* header, std::string* body);
+  Status WriteHeadersAndIndex(const IndexHeader& header,
+                              const std::string& body);
+  Status Publish();
   Status Fail(Status s);
 
   PackWriterOptions options_;

@@ -1,0 +1,49 @@
+// Copyright 2026 The ufspack Authors.
+//
+// Writing to file descriptors: the loops every writer in ufspack needs
+// (EINTR, short writes) and fsync, in one place.  Internal to the packer
+// and the command line tool (not installed).
+//
+// Every function returns an IOError carrying errno (Status::errno_value())
+// and a message naming `path`: "<path>: write: <strerror>".  An empty
+// `path` (an unnamed descriptor such as standard output) gives
+// "write: <strerror>".
+//
+// Thread safety: the functions keep no state; concurrent calls on one
+// descriptor interleave as write(2) does.
+#ifndef UFSPACK_PACKER_SRC_POSIX_IO_H_
+#define UFSPACK_PACKER_SRC_POSIX_IO_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "ufspack/status.h"
+
+namespace ufspack {
+namespace internal {
+
+// Writes all `n` bytes at `p` at the descriptor's position, retrying on
+// EINTR and continuing after short writes.
+Status WriteAll(int fd, const char* p, size_t n, const std::string& path);
+
+// Writes all `n` bytes at `p` at file offset `offset` (pwrite(2): the
+// descriptor's position does not move), likewise.
+Status PwriteAll(int fd, const char* p, size_t n, uint64_t offset,
+                 const std::string& path);
+
+// fsync(2): "<path>: fsync: <strerror>" on failure.
+Status SyncFile(int fd, const std::string& path);
+
+// fsync(2) of a directory, making renames and new names in it durable.
+// EINVAL (a file system that cannot sync directories) is not an error.
+Status SyncDir(int dir_fd, const std::string& path);
+
+// close(2); sets *fd to -1 whatever the outcome (the descriptor is gone
+// even when close reports an error).  "<path>: close: <strerror>".
+Status CloseFile(int* fd, const std::string& path);
+
+}  // namespace internal
+}  // namespace ufspack
+
+#endif  // UFSPACK_PACKER_SRC_POSIX_IO_H_
