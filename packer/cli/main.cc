@@ -8,10 +8,12 @@
 #include <vector>
 
 #include "commands.h"
+#include "ufspack/format.h"
 #include "util.h"
 
-#ifndef UFSPACK_VERSION
-#define UFSPACK_VERSION "0.1.0"
+// The version comes from CMake's project(ufspack VERSION ...), its one source.
+#ifndef UFSPACK_CLI_VERSION
+#error "UFSPACK_CLI_VERSION must be defined (see CMakeLists.txt)"
 #endif
 
 int main(int argc, char** argv) {
@@ -40,17 +42,9 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   if (cmd == "-V" || cmd == "--version" || cmd == "version") {
-    std::printf("ufspack %s (pack format version 1)\n", UFSPACK_VERSION);
+    std::printf("ufspack %s (pack format %u)\n", UFSPACK_CLI_VERSION,
+                static_cast<unsigned>(ufspack::kFormatVersion));
     return kExitOk;
-  }
-  for (const std::string& a : args) {
-    if (a == "--") break;
-    if (a == "-h" || a == "--help") {
-      const char* h = HelpFor(cmd);
-      if (h == nullptr) break;
-      std::fputs(h, stdout);
-      return kExitOk;
-    }
   }
   if (cmd == "build") return CmdBuild(args);
   if (cmd == "info") return CmdInfo(args);
