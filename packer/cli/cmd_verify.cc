@@ -115,7 +115,10 @@ int CmdVerify(const Argv& argv) {
   // record order, so the report does not depend on the thread count.
   Prefetcher prefetch(
       n, threads, PrefetchWindow(threads), [&](uint64_t i, Prefetched* out) {
-        if (Interrupted()) return;  // the consumer stops at record i
+        if (Interrupted()) {  // the consumer stops at record i
+          out->status = Status::Aborted("interrupted");
+          return;
+        }
         Record r;
         out->status = reader->GetRecord(i, &r);
         if (!out->status.ok()) return;
@@ -132,13 +135,13 @@ int CmdVerify(const Argv& argv) {
         }
       });
   for (uint64_t i = 0; i < n; ++i) {
-    if (Interrupted()) {
+    if (!Interrupted()) s = prefetch.Take(i).status;
+    if (Interrupted() || s.IsAborted()) {
       progress.Clear();
       std::fprintf(stderr, "ufspack: interrupted after %s of %s records\n",
                    FormatCount(i).c_str(), FormatCount(n).c_str());
       return kExitInterrupted;
     }
-    s = prefetch.Take(i).status;
     Record r;
     if (s.ok()) s = reader->GetRecord(i, &r);
     if (!s.ok()) {
