@@ -1,12 +1,21 @@
 // Copyright 2026 The ufspack Authors.
 //
-// The subcommands of the `ufspack` tool.  Each takes its arguments (after
-// the subcommand name) and returns the process exit code (see util.h).
+// The subcommands of the `ufspack` tool, one file each (cmd_build.cc,
+// cmd_info.cc, cmd_ls.cc, cmd_cat.cc, cmd_extract.cc, cmd_verify.cc), and
+// what they share: the command line parser (CLI11), usage errors, opening a
+// pack.  Each command takes its arguments (after the subcommand name) and
+// returns the process exit code (see util.h).
 #ifndef UFSPACK_CLI_COMMANDS_H_
 #define UFSPACK_CLI_COMMANDS_H_
 
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "ufspack/reader.h"
+#include "ufspack/status.h"
 
 namespace ufspack {
 namespace cli {
@@ -20,10 +29,51 @@ int CmdCat(const Argv& args);
 int CmdExtract(const Argv& args);
 int CmdVerify(const Argv& args);
 
+// Help texts, each defined beside its command.
+extern const char kBuildHelp[];
+extern const char kInfoHelp[];
+extern const char kLsHelp[];
+extern const char kCatHelp[];
+extern const char kExtractHelp[];
+extern const char kVerifyHelp[];
+
 // Help text of a subcommand, or nullptr if there is no such subcommand.
 const char* HelpFor(const std::string& command);
 // The top-level help.
 const char* MainHelp();
+
+// The command line of one subcommand, parsed with CLI11: "--name value",
+// "--name=value", "-n value", "-nvalue", bundled flags ("-qf"), options
+// before or after the arguments, and "--" to end the options.  Repeating an
+// option keeps the last value unless the option collects all of them.
+class CommandLine {
+ public:
+  explicit CommandLine(const std::string& command);
+  CLI::App& app() { return app_; }
+  // Parses `argv`.  Returns -1 when the command should go on; otherwise the
+  // exit code to return at once: kExitOk after printing the command's help
+  // (-h, --help), kExitUsage after a usage error naming the command.
+  int Parse(const Argv& argv);
+
+ private:
+  std::string command_;
+  CLI::App app_;
+};
+
+// Prints "ufspack: error: <message>" on stderr.
+void PrintError(const Status& s);
+// Prints a usage error naming `cmd` and returns kExitUsage.
+int Usage(const std::string& cmd, const std::string& message);
+// Parses the value of `-j, --threads` (already known to be given) into
+// *threads, 1..`max`; otherwise returns false.
+bool ParseThreads(const std::string& text, int max, int* threads);
+// Opens a pack; on failure prints the error and returns its exit code.
+int OpenPack(const std::string& path, const ReaderOptions& options,
+             std::unique_ptr<Reader>* reader);
+// Seconds since t0.
+double Since(std::chrono::steady_clock::time_point t0);
+// `v` with `digits` decimals.
+std::string Fixed(double v, int digits);
 
 }  // namespace cli
 }  // namespace ufspack

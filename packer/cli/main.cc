@@ -8,11 +8,9 @@
 #include <vector>
 
 #include "commands.h"
+#include "ufspack/types.h"
+#include "ufspack/version.h"  // generated from CMake's project(), its one source
 #include "util.h"
-
-#ifndef UFSPACK_VERSION
-#define UFSPACK_VERSION "0.1.0"
-#endif
 
 int main(int argc, char** argv) {
   using namespace ufspack::cli;
@@ -40,17 +38,9 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   if (cmd == "-V" || cmd == "--version" || cmd == "version") {
-    std::printf("ufspack %s (pack format version 1)\n", UFSPACK_VERSION);
+    std::printf("ufspack %s (pack format %u)\n", UFSPACK_VERSION_STRING,
+                static_cast<unsigned>(ufspack::kFormatVersion));
     return kExitOk;
-  }
-  for (const std::string& a : args) {
-    if (a == "--") break;
-    if (a == "-h" || a == "--help") {
-      const char* h = HelpFor(cmd);
-      if (h == nullptr) break;
-      std::fputs(h, stdout);
-      return kExitOk;
-    }
   }
   if (cmd == "build") return CmdBuild(args);
   if (cmd == "info") return CmdInfo(args);

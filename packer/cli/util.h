@@ -1,6 +1,6 @@
 // Copyright 2026 The ufspack Authors.
 //
-// Small helpers for the `ufspack` command line tool: option parsing, human
+// Small helpers for the `ufspack` command line tool: exit codes, human
 // readable numbers, JSON strings, terminal progress.  Not part of the
 // libraries' API.
 #ifndef UFSPACK_CLI_UTIL_H_
@@ -9,7 +9,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,29 +31,6 @@ enum ExitCode : int {
 
 // Exit code for a failed Status.
 int ExitCodeFor(const Status& s);
-
-struct OptionSpec {
-  const char* long_name;  // without "--"
-  char short_name;        // 0 if none
-  bool takes_value;
-};
-
-// Parsed command line of one subcommand.  Accepts "--name value",
-// "--name=value", "-n value", and "--" to end options.
-class Args {
- public:
-  // Returns false and sets *error on an unknown option or a missing value.
-  bool Parse(const std::vector<std::string>& argv,
-             const std::vector<OptionSpec>& specs, std::string* error);
-  bool Has(const std::string& name) const { return values_.count(name) > 0; }
-  std::string Get(const std::string& name, const std::string& def = "") const;
-  std::vector<std::string> GetAll(const std::string& name) const;
-  const std::vector<std::string>& positional() const { return positional_; }
-
- private:
-  std::multimap<std::string, std::string> values_;
-  std::vector<std::string> positional_;
-};
 
 // Parses a non-negative decimal integer; false if `s` is not one.
 bool ParseUint(const std::string& s, uint64_t* out);

@@ -50,6 +50,7 @@ namespace ufspack {
 
 // On-disk entries (reader/internal/ufspack/format.h): internal.
 struct RecordEntry;
+struct IndexHeader;
 struct ClassEntry;
 
 struct PackWriterOptions {

@@ -1,0 +1,302 @@
+// Copyright 2026 The ufspack Authors.
+//
+// `ufspack build`: packs a directory tree (ImageFolder layout by default).
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "ufspack/builder.h"
+#include "ufspack/reader.h"
+#include "util.h"
+
+namespace ufspack {
+namespace cli {
+
+const char kBuildHelp[] = R"(Usage: ufspack build <dir> [-o <out>] [options]
+
+Packs the files under <dir> into <out>/data.ufs and <out>/index.ufs.
+
+By default <dir> is read as torchvision's ImageFolder reads it: every
+directory directly under <dir> is a class (sorted by name, hidden ones
+included); its files, walked recursively with directory symlinks
+followed, become the samples, in ImageFolder's order.  Only files whose
+lower-cased name ends with .jpg .jpeg .png .ppm .bmp .pgm .tif .tiff
+.webp are packed.  Labels, order and names match ImageFolder exactly.
+
+Options:
+  -o, --output <out>        output directory (default: ./<name of dir>.ufspack)
+                            created if missing; an existing pack there is
+                            replaced only when the new one is complete
+  -j, --threads <n>         files read concurrently (default 32: on network
+                            storage every open and read is a round trip)
+      --compress <codec>    none (default) or zstd[:level] (level 1-19, default
+                            3); a record is stored compressed only when that
+                            makes it smaller (JPEGs rarely, PNG/PPM/BMP/text do)
+      --extensions <list>   comma-separated suffixes to pack instead of the
+                            image defaults, e.g. .jpg,.png (case-insensitive)
+      --all-files           pack every file, whatever its name
+      --flat                no classes: pack every (matching) file under <dir>,
+                            named by its path relative to <dir>
+      --allow-empty         keep class directories with no matching file
+                            (ImageFolder refuses them; so does build by default)
+      --skip-unreadable     skip (and report) files or directories that cannot
+                            be read or change while being read, instead of failing
+  -q, --quiet               no progress and no summary
+      --no-progress         no progress display (it is shown only on a terminal)
+      --json                one JSON object on stdout instead of the summary
+                            line: what was packed, what was skipped and why;
+                            on failure {"ok": false, "error": ...}
+  -v, --verbose             per-file detail on stderr: each packed record's
+                            name, size and codec (read back from the new index)
+
+The same tree given by the same <dir> path always gives a byte-identical
+pack.  Interrupting (Ctrl-C) or any error removes the temporary files and
+leaves <out> as it was.
+
+Exit status: 0 packed, 1 failed (nothing written), 2 usage error,
+130 interrupted.
+
+Examples:
+  ufspack build /nas/imagenet/train -o /nas/imagenet/train.ufspack
+  ufspack build logs/ --flat --all-files --compress zstd:9 -o logs.pack
+  ufspack build train/ -j64 --skip-unreadable --json > build.json
+)";
+
+namespace {
+
+std::string DefaultOutput(const std::string& src) {
+  std::string s = src;
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  size_t slash = s.find_last_of('/');
+  std::string base = slash == std::string::npos ? s : s.substr(slash + 1);
+  if (base.empty() || base == "." || base == ".." || base == "/") base = "pack";
+  return base + ".ufspack";
+}
+
+// A warning of the build split into the path it is about and the reason.
+// Warnings read "<path>: <reason>" (a skipped file's ends "; skipped"); the
+// path starts with `src` as given, so the split is looked for after it.
+// BuildSummary keeps warnings as text only: a path that itself holds ": "
+// below `src` is split at that point.
+struct Skip {
+  std::string path, reason;
+};
+Skip SplitWarning(const std::string& src, const std::string& w) {
+  size_t from = w.compare(0, src.size(), src) == 0 ? src.size() : 0;
+  size_t colon = w.find(": ", from);
+  if (colon == std::string::npos) return {"", w};
+  Skip s{w.substr(0, colon), w.substr(colon + 2)};
+  const std::string kSkipped = "; skipped";
+  if (s.reason.size() > kSkipped.size() &&
+      s.reason.compare(s.reason.size() - kSkipped.size(), kSkipped.size(),
+                       kSkipped) == 0) {
+    s.reason.erase(s.reason.size() - kSkipped.size());
+  }
+  return s;
+}
+
+// The "skipped" part of build --json: every warning as {path, reason}.
+std::string SkipsJson(const std::string& src, const BuildSummary& summary) {
+  std::string j = ",\"skipped_count\":" + std::to_string(summary.skipped);
+  j += ",\"skipped\":[";
+  bool first = true, truncated = false;
+  for (const std::string& w : summary.warnings) {
+    if (w == "(more warnings not shown)") {
+      truncated = true;
+      continue;
+    }
+    Skip s = SplitWarning(src, w);
+    j += first ? "" : ",";
+    first = false;
+    j += "{\"path\":" + JsonString(s.path) +
+         ",\"reason\":" + JsonString(s.reason) + "}";
+  }
+  j += "],\"skipped_truncated\":" + std::string(truncated ? "true" : "false");
+  return j;
+}
+
+// -v: the records of the new pack, read back from its index (the build
+// reports no per-file events), one line each on stderr.
+void PrintPackedRecords(const std::string& out) {
+  std::unique_ptr<Reader> reader;
+  Status s = Reader::Open(out, {}, &reader);
+  if (!s.ok()) {
+    PrintError(s);
+    return;
+  }
+  std::string lines;
+  for (uint64_t i = 0; i < reader->size(); ++i) {
+    Record r;
+    if (!reader->GetRecord(i, &r).ok()) break;
+    lines += "ufspack: packed " + Printable(r.name) + " (" +
+             FormatCount(r.original_length) + " bytes";
+    if (r.codec == Codec::kZstd) {
+      lines += ", zstd " + FormatCount(r.stored_length);
+    }
+    lines += ")\n";
+    if (lines.size() > (1 << 16)) {
+      (void)WriteFd(2, lines);
+      lines.clear();
+    }
+  }
+  (void)WriteFd(2, lines);
+}
+
+}  // namespace
+
+int CmdBuild(const Argv& argv) {
+  CommandLine cl("build");
+  CLI::App& app = cl.app();
+  std::string src, out, threads_text, compress = "none";
+  std::vector<std::string> extension_lists;
+  bool all_files = false, flat = false, allow_empty = false,
+       skip_unreadable = false, quiet = false, no_progress = false,
+       json = false, verbose = false;
+  app.add_option("dir", src)->required();
+  CLI::Option* output_opt = app.add_option("-o,--output", out);
+  CLI::Option* threads_opt = app.add_option("-j,--threads", threads_text);
+  app.add_option("--compress", compress);
+  CLI::Option* extensions_opt =
+      app.add_option("--extensions", extension_lists)
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_flag("--all-files", all_files);
+  app.add_flag("--flat", flat);
+  app.add_flag("--allow-empty", allow_empty);
+  app.add_flag("--skip-unreadable", skip_unreadable);
+  app.add_flag("-q,--quiet", quiet);
+  app.add_flag("--no-progress", no_progress);
+  app.add_flag("--json", json);
+  app.add_flag("-v,--verbose", verbose);
+  if (int rc = cl.Parse(argv); rc >= 0) return rc;
+  if (output_opt->count() == 0) out = DefaultOutput(src);
+  BuildOptions options;
+  int threads = 32;
+  if (threads_opt->count() > 0 && !ParseThreads(threads_text, 1024, &threads)) {
+    return Usage("build", "--threads takes a number from 1 to 1024");
+  }
+  options.threads = threads;
+  if (compress == "zstd" || compress.rfind("zstd:", 0) == 0) {
+    options.writer.compress = true;
+    if (compress.size() > 5) {
+      uint64_t level = 0;
+      if (!ParseUint(compress.substr(5), &level) || level < 1 || level > 19) {
+        return Usage("build",
+                     "--compress zstd:<level> takes a level from 1 to 19");
+      }
+      options.writer.zstd_level = static_cast<int>(level);
+    }
+  } else if (compress != "none") {
+    return Usage("build", "--compress takes 'none' or 'zstd[:level]', not '" +
+                              compress + "'");
+  }
+  if (extensions_opt->count() > 0) {
+    options.scan.extensions.clear();
+    for (const std::string& list : extension_lists) {
+      size_t start = 0;
+      while (start <= list.size()) {
+        size_t comma = list.find(',', start);
+        if (comma == std::string::npos) comma = list.size();
+        std::string ext = list.substr(start, comma - start);
+        if (!ext.empty()) options.scan.extensions.push_back(ext);
+        start = comma + 1;
+      }
+    }
+    if (options.scan.extensions.empty()) {
+      return Usage("build", "--extensions needs at least one suffix");
+    }
+  }
+  options.scan.all_files = all_files;
+  options.scan.flat = flat;
+  options.scan.allow_empty = allow_empty;
+  options.skip_unreadable = skip_unreadable;
+
+  InstallSignalHandlers();
+  options.cancel = InterruptFlag();
+  Progress progress(!quiet && !no_progress);
+  progress.Update("scanning " + Printable(src) + " ...", true);
+  options.progress = [&](const BuildProgress& p) {
+    if (!progress.enabled()) return;
+    double rate =
+        p.seconds > 0 ? static_cast<double>(p.files_done) / p.seconds : 0;
+    double eta = rate > 0
+                     ? static_cast<double>(p.files_total - p.files_done) / rate
+                     : -1;
+    progress.Update("packing " + FormatCount(p.files_done) + "/" +
+                    FormatCount(p.files_total) + " files  " +
+                    FormatBytes(p.bytes_in) + "  " +
+                    FormatCount(static_cast<uint64_t>(rate)) +
+                    " files/s  ETA " + FormatDuration(eta));
+  };
+
+  BuildSummary summary;
+  Status s = BuildPack(src, out, options, &summary);
+  progress.Clear();
+  for (const std::string& w : summary.warnings) {
+    std::fprintf(stderr, "ufspack: warning: %s\n", Printable(w).c_str());
+  }
+  if (!s.ok()) {
+    const int code = s.IsAborted() ? kExitInterrupted : ExitCodeFor(s);
+    if (s.IsAborted()) {
+      std::fprintf(stderr, "ufspack: interrupted; %s left as it was\n",
+                   Printable(out).c_str());
+    } else {
+      PrintError(s);
+      std::fprintf(stderr, "ufspack: nothing written; %s left as it was\n",
+                   Printable(out).c_str());
+    }
+    if (json) {
+      std::string j = "{\"ok\":false,\"error\":" + JsonString(s.message());
+      j += ",\"interrupted\":" + std::string(s.IsAborted() ? "true" : "false");
+      j += ",\"exit_code\":" + std::to_string(code);
+      j += ",\"output\":" + JsonString(out);
+      j += SkipsJson(src, summary) + "}\n";
+      std::fflush(stderr);
+      std::fputs(j.c_str(), stdout);
+    }
+    return code;
+  }
+  if (verbose) PrintPackedRecords(out);
+  const double ratio = summary.bytes_out > 0
+                           ? static_cast<double>(summary.bytes_in) /
+                                 static_cast<double>(summary.bytes_out)
+                           : 1.0;
+  if (json) {
+    std::string j = "{\"ok\":true";
+    j += ",\"output\":" + JsonString(out);
+    j += ",\"index\":" + JsonString(summary.index_path);
+    j += ",\"data\":" + JsonString(summary.data_path);
+    j += ",\"pack_id\":\"" + summary.pack_id.ToHex() + "\"";
+    j += ",\"files\":" + std::to_string(summary.files);
+    j += ",\"classes\":" + std::to_string(summary.classes);
+    j += ",\"compressed_records\":" + std::to_string(summary.compressed);
+    j += ",\"bytes_in\":" + std::to_string(summary.bytes_in);
+    j += ",\"bytes_out\":" + std::to_string(summary.bytes_out);
+    j += ",\"index_bytes\":" + std::to_string(summary.index_bytes);
+    j += ",\"compression_ratio\":" + Fixed(ratio, 4);
+    j += ",\"scan_seconds\":" + Fixed(summary.scan_seconds, 3);
+    j += ",\"seconds\":" + Fixed(summary.seconds, 3);
+    j += SkipsJson(src, summary) + "}\n";
+    std::fputs(j.c_str(), stdout);
+  } else if (!quiet) {
+    std::printf(
+        "packed %s files (%s in, %s data + %s index out, ratio %s) in %s "
+        "classes, %s skipped, %s s (%s files/s) -> %s\n",
+        FormatCount(summary.files).c_str(),
+        FormatBytes(summary.bytes_in).c_str(),
+        FormatBytes(summary.bytes_out).c_str(),
+        FormatBytes(summary.index_bytes).c_str(), Fixed(ratio, 2).c_str(),
+        FormatCount(summary.classes).c_str(),
+        FormatCount(summary.skipped).c_str(), Fixed(summary.seconds, 2).c_str(),
+        FormatCount(summary.seconds > 0
+                        ? static_cast<uint64_t>(summary.files / summary.seconds)
+                        : summary.files)
+            .c_str(),
+        Printable(out).c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace cli
+}  // namespace ufspack
