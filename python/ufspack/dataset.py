@@ -598,6 +598,10 @@ class MyImageFolder(_Base):
         if self._bad_counts is not None and multiprocessing.context.get_spawning_popen() is None:
             # The shared counters only travel to a process being spawned (a
             # DataLoader worker); a plain pickle starts its own count.
+            # multiprocessing has no public way to tell the two pickles
+            # apart: get_spawning_popen() is what its own shared objects
+            # consult (context.assert_spawning), and a plain pickle of the
+            # array fails with PicklingError, not a catchable refusal.
             state["_bad_counts"] = "new"
         return state
 
