@@ -41,7 +41,8 @@ def val(resize=256, crop=224, **kw):
 
 def same(a, b):
     if isinstance(a, torch.Tensor):
-        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
+        # Strides too: PILToTensor's output is a permuted, non-contiguous view.
+        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.stride() == b.stride() and torch.equal(a, b)
     return (a.mode, a.size, a.tobytes()) == (b.mode, b.size, b.tobytes())
 
 
@@ -189,6 +190,11 @@ def test_resize_max_size_caps_the_long_edge():
     t = T.Compose([T.Resize(256, max_size=300), T.ToTensor()])
     ops = assert_matches_torchvision(t, image(1000, 100), seeds=[0])
     assert (ops[0].resize_before.width, ops[0].resize_before.height) == (300, 30)
+    # Both edges are truncated with int(), not rounded: 256 * 302 / 200 = 386.56, 300 * 256 / 386 = 198.96.
+    ops = assert_matches_torchvision(t, image(302, 200), seeds=[0])
+    assert (ops[0].resize_before.width, ops[0].resize_before.height) == (300, 198)
+    ops = assert_matches_torchvision(T.Compose([T.Resize(256), T.ToTensor()]), image(200, 302), seeds=[0])
+    assert (ops[0].resize_before.width, ops[0].resize_before.height) == (256, 386)
 
 
 def test_resize_to_a_zero_edge_raises_like_torchvision():
@@ -351,6 +357,12 @@ def hooked_flip():
     return flip
 
 
+def reversed_scale():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Scale and ratio should be of kind (min, max)"
+        return T.RandomResizedCrop(8, scale=(0.9, 0.1))
+
+
 def patched_resize():
     resize = T.Resize(10)
     resize.forward = lambda img: img
@@ -380,7 +392,7 @@ def patched_resize():
         ([T.Resize(8, interpolation=IM.BOX)], 0, ["Resize"]),
         ([T.Resize((8, 8), max_size=10)], 0, ["Resize"]),  # torchvision raises in forward
         ([T.Resize(8, max_size=8)], 0, ["Resize"]),  # torchvision raises in forward
-        ([T.RandomResizedCrop(8, scale=(0.9, 0.1))], 0, ["RandomResizedCrop"]),
+        ([reversed_scale()], 0, ["RandomResizedCrop"]),
         ([T.RandomResizedCrop(8, ratio=(0, 1))], 0, ["RandomResizedCrop"]),
         ([T.RandomCrop(8, padding=2, padding_mode="reflect")], 0, ["RandomCrop"]),
         ([T.RandomCrop(8, pad_if_needed=True, padding_mode="edge")], 0, ["RandomCrop"]),
