@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     import torch
     from PIL import Image
 
-__all__ = ["CropOp", "FastPlan", "NormalizeOp", "ResizeOp", "SampleOps", "plan_transform"]
+__all__ = ["CropOp", "FastPlan", "NormalizeOp", "ResizeOp", "SampleOps", "plan_transform", "resolve_fill"]
 
 # PIL resampling filters, as torchvision.transforms.functional.pil_modes_mapping
 # maps InterpolationMode to them.  Only these three are supported natively.
@@ -539,6 +539,11 @@ def _is_plain(T: Any, t: Any, cls: Any) -> bool:
         return False
     for hooks in ("_forward_hooks", "_forward_pre_hooks"):
         if own.get(hooks):
+            return False
+    if "_forward_hooks" in own:  # an nn.Module: hooks registered for every module apply too
+        import torch.nn.modules.module as nn_module
+
+        if getattr(nn_module, "_global_forward_hooks", None) or getattr(nn_module, "_global_forward_pre_hooks", None):
             return False
     return True
 

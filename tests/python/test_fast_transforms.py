@@ -420,6 +420,16 @@ def test_native_run_stops_at_the_first_unsupported_transform(transforms, native,
         assert plan.description.endswith("python: " + " -> ".join(repr(x) for x in transforms[native:]))
 
 
+def test_global_module_hooks_stop_recognition():
+    handle = torch.nn.modules.module.register_module_forward_hook(lambda module, args, out: out)
+    try:
+        plan, rest = plan_transform(train())
+    finally:
+        handle.remove()
+    assert not plan and rest is not None
+    assert len(plan_transform(train())[0]) == 4
+
+
 def test_empty_prefix_returns_empty_plan_and_the_original_transform():
     jitter = T.ColorJitter(0.4)
     t = T.Compose([jitter, T.RandomResizedCrop(224), T.ToTensor()])
