@@ -121,14 +121,14 @@ Status ComputeWeights(int in_size, int out_size, const FilterDef& filter,
   const double scale = static_cast<double>(in1 - in0) / out_size;
   const double fscale = scale < 1.0 ? 1.0 : scale;
   const double support = filter.support * fscale;
-  if (!(support < (1 << 28))) {
+  if (!(support < (1 << 26))) {
     return Status::InvalidArgument("resize: " + std::to_string(in_size) +
                                    " -> " + std::to_string(out_size) +
                                    " needs too wide a filter");
   }
   const int taps = static_cast<int>(std::ceil(support)) * 2 + 1;
   // Pillow refuses (MemoryError) where its double table would pass INT_MAX.
-  if (out_size > INT_MAX / (taps * static_cast<int>(sizeof(double)))) {
+  if (int64_t{out_size} * taps * int64_t{sizeof(double)} > INT_MAX) {
     return Status::InvalidArgument(
         "resize: weight table for " + std::to_string(in_size) + " -> " +
         std::to_string(out_size) + " (" + std::to_string(taps) +
@@ -195,13 +195,15 @@ void HorizontalRow(const uint8_t* in, const Weights& w, uint8_t* out) {
 // Output row `yy` of the vertical pass: `bytes` bytes per row from the rows
 // of `in` (row 0 is input row `row0`), summed into `acc` (bytes int32s).
 void VerticalRow(const uint8_t* in, size_t stride, int row0, const Weights& w,
-                 int yy, size_t bytes, int32_t* acc, uint8_t* out) {
+                 int yy, size_t bytes, int32_t* __restrict acc,
+                 uint8_t* __restrict out) {
   const int32_t* k = &w.coeffs[static_cast<size_t>(yy) * w.taps];
   const int first = w.first[yy] - row0;
   const int n = w.count[yy];
   std::fill(acc, acc + bytes, kHalf);
   for (int y = 0; y < n; ++y) {
-    const uint8_t* row = in + static_cast<size_t>(first + y) * stride;
+    const uint8_t* __restrict row =
+        in + static_cast<size_t>(first + y) * stride;
     const int32_t c = k[y];
     for (size_t i = 0; i < bytes; ++i) acc[i] += row[i] * c;
   }
