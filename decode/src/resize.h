@@ -33,8 +33,10 @@
 // This is an internal unit of ufspack_decode (not installed).
 //
 // Thread safety: the functions keep no state; concurrent calls are safe.
-// Each allocates its scratch memory (at most one intermediate image of
-// dst_w x box_h x 3 bytes, plus the weight tables) once per call.
+// Each allocates its scratch memory once per call: at most one intermediate
+// image (dst_w x box_h x 3 bytes, only when both passes run), one row of
+// dst_w x 3 int32 sums (and, for the float output, one RGB row), and the
+// weight tables; nothing per pixel.
 #ifndef UFSPACK_DECODE_RESIZE_H_
 #define UFSPACK_DECODE_RESIZE_H_
 
