@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "ufspack/status.h"
+
 namespace ufspack {
 namespace test {
 
@@ -75,6 +77,14 @@ struct CommandResult {
 };
 // Runs argv (no shell) with stdin from /dev/null, capturing both streams.
 CommandResult Run(const std::vector<std::string>& argv);
+// Whether `haystack` (or a Status's message) contains `needle`.
+inline bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+inline bool Contains(const Status& s, const std::string& needle) {
+  return Contains(s.ToString(), needle);
+}
+
 // Runs the ufspack CLI built alongside the tests.
 CommandResult RunCli(const std::vector<std::string>& args);
 

@@ -172,9 +172,11 @@ int CmdBuild(const Argv& argv) {
   if (int rc = cl.Parse(argv); rc >= 0) return rc;
   if (output_opt->count() == 0) out = DefaultOutput(src);
   BuildOptions options;
-  int threads = 32;
-  if (threads_opt->count() > 0 && !ParseThreads(threads_text, 1024, &threads)) {
-    return Usage("build", "--threads takes a number from 1 to 1024");
+  int threads = 0;
+  if (int rc =
+          ThreadsOption("build", threads_opt, threads_text, 32, 1024, &threads);
+      rc != kExitOk) {
+    return rc;
   }
   options.threads = threads;
   if (compress == "zstd" || compress.rfind("zstd:", 0) == 0) {

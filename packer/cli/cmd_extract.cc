@@ -139,11 +139,11 @@ int CmdExtract(const Argv& argv) {
   cl.app().add_flag("-q,--quiet", quiet);
   cl.app().add_flag("--no-progress", no_progress);
   if (int rc = cl.Parse(argv); rc >= 0) return rc;
-  int threads = kDefaultReadThreads;
-  if (threads_opt->count() > 0 &&
-      !ParseThreads(threads_text, kMaxReadThreads, &threads)) {
-    return Usage("extract", "--threads takes a number from 1 to " +
-                                std::to_string(kMaxReadThreads));
+  int threads = 0;
+  if (int rc = ThreadsOption("extract", threads_opt, threads_text,
+                             kDefaultReadThreads, kMaxReadThreads, &threads);
+      rc != kExitOk) {
+    return rc;
   }
   std::unique_ptr<Reader> reader;
   if (int rc = OpenPack(pack, {}, &reader); rc != kExitOk) return rc;

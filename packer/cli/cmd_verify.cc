@@ -48,11 +48,11 @@ int CmdVerify(const Argv& argv) {
   cl.app().add_flag("-q,--quiet", quiet);
   cl.app().add_flag("--no-progress", no_progress);
   if (int rc = cl.Parse(argv); rc >= 0) return rc;
-  int threads = kDefaultReadThreads;
-  if (threads_opt->count() > 0 &&
-      !ParseThreads(threads_text, kMaxReadThreads, &threads)) {
-    return Usage("verify", "--threads takes a number from 1 to " +
-                               std::to_string(kMaxReadThreads));
+  int threads = 0;
+  if (int rc = ThreadsOption("verify", threads_opt, threads_text,
+                             kDefaultReadThreads, kMaxReadThreads, &threads);
+      rc != kExitOk) {
+    return rc;
   }
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::string> problems;

@@ -84,12 +84,18 @@ int Usage(const std::string& cmd, const std::string& message) {
   return kExitUsage;
 }
 
-bool ParseThreads(const std::string& text, int max, int* threads) {
+int ThreadsOption(const std::string& cmd, const CLI::Option* option,
+                  const std::string& text, int default_threads, int max,
+                  int* threads) {
+  *threads = default_threads;
+  if (option->count() == 0) return kExitOk;
   uint64_t v = 0;
-  if (!ParseUint(text, &v) || v < 1 || v > static_cast<uint64_t>(max))
-    return false;
+  if (!ParseUint(text, &v) || v < 1 || v > static_cast<uint64_t>(max)) {
+    return Usage(cmd,
+                 "--threads takes a number from 1 to " + std::to_string(max));
+  }
   *threads = static_cast<int>(v);
-  return true;
+  return kExitOk;
 }
 
 int OpenPack(const std::string& path, const ReaderOptions& options,

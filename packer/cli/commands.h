@@ -64,9 +64,12 @@ class CommandLine {
 void PrintError(const Status& s);
 // Prints a usage error naming `cmd` and returns kExitUsage.
 int Usage(const std::string& cmd, const std::string& message);
-// Parses the value of `-j, --threads` (already known to be given) into
-// *threads, 1..`max`; otherwise returns false.
-bool ParseThreads(const std::string& text, int max, int* threads);
+// Sets *threads from `-j, --threads` (`option`, whose value is `text`):
+// `default_threads` when not given, else 1..`max`.  Returns kExitOk, or
+// the usage error's exit status after printing it for `cmd`.
+int ThreadsOption(const std::string& cmd, const CLI::Option* option,
+                  const std::string& text, int default_threads, int max,
+                  int* threads);
 // Opens a pack; on failure prints the error and returns its exit code.
 int OpenPack(const std::string& path, const ReaderOptions& options,
              std::unique_ptr<Reader>* reader);

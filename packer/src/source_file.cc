@@ -8,21 +8,10 @@
 #include <utility>
 
 #include "open_any_length.h"
+#include "ufspack/file.h"
 
 namespace ufspack {
 namespace internal {
-namespace {
-
-const char* FileTypeName(mode_t m) {
-  if (S_ISDIR(m)) return "a directory";
-  if (S_ISFIFO(m)) return "a FIFO";
-  if (S_ISSOCK(m)) return "a socket";
-  if (S_ISCHR(m)) return "a character device";
-  if (S_ISBLK(m)) return "a block device";
-  return "not a regular file";
-}
-
-}  // namespace
 
 Status OpenSource(const std::string& path, int* fd, struct stat* st) {
   int f;
@@ -37,8 +26,8 @@ Status OpenSource(const std::string& path, int* fd, struct stat* st) {
   }
   if (!S_ISREG(st->st_mode)) {
     ::close(f);
-    return Status::InvalidArgument(path + ": is " + FileTypeName(st->st_mode) +
-                                   ", not a regular file");
+    return Status::InvalidArgument(
+        path + ": is a " + FileTypeName(st->st_mode) + ", not a regular file");
   }
   *fd = f;
   return Status::OK();

@@ -119,15 +119,6 @@ class MemoryRegion final : public Region {
   const std::string contents_;
 };
 
-const char* FileTypeName(mode_t m) {
-  if (S_ISDIR(m)) return "directory";
-  if (S_ISFIFO(m)) return "FIFO";
-  if (S_ISSOCK(m)) return "socket";
-  if (S_ISCHR(m)) return "character device";
-  if (S_ISBLK(m)) return "block device";
-  return "unknown type";
-}
-
 // Opens `path` read-only and checks that it is a regular file; on success
 // the caller owns *fd.  Never blocks: the open is O_NONBLOCK (a FIFO with no
 // writer, or a device, would otherwise hang it), and O_NONBLOCK is cleared
@@ -159,6 +150,18 @@ Status OpenRegularFile(const std::string& path, int* fd, struct stat* st) {
 }
 
 }  // namespace
+
+const char* FileTypeName(unsigned mode) {
+  const mode_t m = static_cast<mode_t>(mode);
+  if (S_ISREG(m)) return "regular file";
+  if (S_ISDIR(m)) return "directory";
+  if (S_ISFIFO(m)) return "FIFO";
+  if (S_ISSOCK(m)) return "socket";
+  if (S_ISCHR(m)) return "character device";
+  if (S_ISBLK(m)) return "block device";
+  if (S_ISLNK(m)) return "symbolic link";
+  return "file of unknown type";
+}
 
 Status NewPosixRandomAccessFile(const std::string& path,
                                 std::unique_ptr<RandomAccessFile>* result) {

@@ -21,9 +21,7 @@ using test::CommandResult;
 using test::RunCli;
 using test::TempDir;
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using test::Contains;
 
 class CliOptionsTest : public ::testing::Test {
  protected:

@@ -27,9 +27,7 @@ using test::CommandResult;
 using test::RunCli;
 using test::TempDir;
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using test::Contains;
 
 // `count` files in a few classes and nested directories: random (raw
 // records) and compressible (zstd records), one of 1 MiB (larger than what

@@ -26,9 +26,7 @@ using test::CommandResult;
 using test::RunCli;
 using test::TempDir;
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using test::Contains;
 
 // A small ImageFolder tree with the awkward cases: nested and symlinked
 // directories, a zero-byte file, a non-UTF-8 name, compressible and

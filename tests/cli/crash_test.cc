@@ -74,9 +74,7 @@ bool StartsWith(const std::string& s, const std::string& prefix) {
   return s.rfind(prefix, 0) == 0;
 }
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using test::Contains;
 
 uint64_t Seed() {
   const char* env = std::getenv("UFSPACK_CRASH_SEED");

@@ -54,12 +54,7 @@ using test::WriteFile;
 constexpr uint64_t kStreamThreshold = 64ull << 20;
 constexpr uint64_t kChunk = 4ull << 20;
 
-bool Contains(const std::string& s, const std::string& what) {
-  return s.find(what) != std::string::npos;
-}
-bool Contains(const Status& s, const std::string& what) {
-  return Contains(s.ToString(), what);
-}
+using test::Contains;
 
 // Every record of the pack at `dir` by name, read through the Reader
 // (checksums verified).  Empty error string on success.

@@ -63,9 +63,7 @@ std::unique_ptr<Reader> OpenPack(const std::string& dir) {
   return r;
 }
 
-bool Contains(const Status& s, const std::string& what) {
-  return s.ToString().find(what) != std::string::npos;
-}
+using test::Contains;
 
 // --- EINTR and short reads ---------------------------------------------------
 

@@ -44,6 +44,11 @@ class UFSPACK_EXPORT RandomAccessFile {
   virtual const std::string& name() const = 0;
 };
 
+// What kind of file a stat(2) st_mode describes, as a noun: "FIFO",
+// "directory", "character device", ...  For messages refusing a file that
+// is not a regular one.
+UFSPACK_EXPORT const char* FileTypeName(unsigned mode);
+
 // Opens `path` read-only for positioned reads.
 UFSPACK_EXPORT Status NewPosixRandomAccessFile(
     const std::string& path, std::unique_ptr<RandomAccessFile>* result);
