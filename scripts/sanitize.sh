@@ -171,8 +171,17 @@ run_pyasan() {
     export LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so)"
     export PYTHONPATH="$dir/python" UFSPACK_CLI="$dir/ufspack" PYTHONDONTWRITEBYTECODE=1
     cd "$dir"  # pytest's rootdir stays the source tree; cwd only for stray files
-    "$PYTHON" -m pytest -q -p no:cacheprovider --capture=sys \
-      ${PYTEST_ARGS:-"$OLDPWD/tests/python"} 2>&1 | tee "$logs.out" ) || rc=$?
+    # A bound, so that a hang (e.g. a DataLoader worker forked while another
+    # thread held ASan's allocator lock) fails the suite with a message
+    # instead of using up CI's time.
+    timeout --signal=TERM --kill-after=30 "${PYASAN_TIMEOUT:-1800}" \
+      "$PYTHON" -m pytest -q -p no:cacheprovider --capture=sys \
+      ${PYTEST_ARGS:-"$OLDPWD/tests/python"} 2>&1 | tee "$logs.out" || status=${PIPESTATUS[0]}
+    status=${status:-0}
+    if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+      echo "sanitize: pyasan: pytest still running after ${PYASAN_TIMEOUT:-1800} s: stopped (a hang)" >&2
+    fi
+    exit "$status" ) || rc=$?
   check_logs "$logs" "ASan+UBSan Python suite" "$logs.out" || rc=1
   return $rc
 }
