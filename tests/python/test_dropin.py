@@ -98,26 +98,30 @@ def test_assigning_targets_is_an_attribute_as_on_imagefolder(small_tree, small_p
     assert my[23][1] == tv[23][1] == 2
 
 
+class ThreadsProbe(torch.utils.data.Dataset):
+    """Reports, from wherever it runs, how many threads the dataset would
+    read a batch with (module level: spawn workers unpickle it)."""
+
+    def __init__(self, ds):
+        self.ds = ds
+
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        return self.ds._threads()
+
+
 def test_decode_threads_default_is_one_per_dataloader_worker(small_pack):
     my = ufspack.MyImageFolder(small_pack)
     assert my.decode_threads is None and my._threads() == 4
-
-    class Probe(torch.utils.data.Dataset):
-        def __init__(self, ds):
-            self.ds = ds
-
-        def __len__(self):
-            return 2
-
-        def __getitem__(self, i):
-            return self.ds._threads()
 
     # spawn, not fork: a process forked while another thread holds
     # ASan's allocator lock deadlocks in the ASan Python suite (gcc 12's
     # libasan takes no lock around fork); the timeout turns any hang into
     # a failure.
     loader = torch.utils.data.DataLoader(
-        Probe(my), num_workers=2, batch_size=None, multiprocessing_context="spawn", timeout=120
+        ThreadsProbe(my), num_workers=2, batch_size=None, multiprocessing_context="spawn", timeout=120
     )
     assert sorted(loader) == [1, 1]
     explicit = ufspack.MyImageFolder(small_pack, decode_threads=3)
