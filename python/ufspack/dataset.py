@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import multiprocessing
 import os
@@ -165,14 +166,23 @@ class _Samples(Sequence):
         return f"<{len(self)} samples>"
 
 
-def _as_tv_image(t: Any) -> Any:
-    """``tv_tensors.Image`` (torchvision >= 0.16) around a CHW uint8 tensor,
-    so transforms v2 treat it as an image; the plain tensor elsewhere."""
+@functools.lru_cache(maxsize=None)
+def _tv_image_class() -> Any:
+    """torchvision's ``tv_tensors.Image`` (>= 0.16), or None.  Looked up
+    once: a failed import is not cached by Python and would be retried,
+    searching sys.path, for every sample."""
     try:
         from torchvision import tv_tensors
     except ImportError:
-        return t
-    return tv_tensors.Image(t)
+        return None
+    return tv_tensors.Image
+
+
+def _as_tv_image(t: Any) -> Any:
+    """``tv_tensors.Image`` around a CHW uint8 tensor where torchvision has
+    it, so transforms v2 treat it as an image; the plain tensor elsewhere."""
+    image = _tv_image_class()
+    return t if image is None else image(t)
 
 
 class MyImageFolder(_Base):
