@@ -27,6 +27,7 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -102,10 +103,13 @@ bool GetFilter(Filter filter, FilterDef* def) {
   return false;
 }
 
+}  // namespace
+
 // --- Weights ---------------------------------------------------------------
 
-// Fixed-point weights of one pass: output i reads inputs first[i] ..
-// first[i] + count[i] - 1 with weights coeffs[i * taps ..].
+// Fixed-point weights of one pass over an output window: window index i
+// (output win0 + i) reads source pixels first[i] .. first[i] + count[i] - 1
+// (absolute source coordinates) with weights coeffs[i * taps ..].
 struct Weights {
   int taps = 0;
   std::vector<int> first;
@@ -113,55 +117,59 @@ struct Weights {
   std::vector<int32_t> coeffs;
 };
 
-Status ComputeWeights(int in_size, int out_size, const FilterDef& filter,
+namespace {
+
+Status ComputeWeights(const ResizeAxis& a, const FilterDef& filter,
                       Weights* w) {
   // Pillow receives the box as floats and subtracts them in float.
-  const float in0 = 0.0f;
-  const float in1 = static_cast<float>(in_size);
-  const double scale = static_cast<double>(in1 - in0) / out_size;
+  const double scale = static_cast<double>(a.in1 - a.in0) / a.out;
   const double fscale = scale < 1.0 ? 1.0 : scale;
   const double support = filter.support * fscale;
+  const int in_size = a.hi - a.origin;  // Pillow's inSize, for messages
   if (!(support < (1 << 26))) {
     return Status::InvalidArgument("resize: " + std::to_string(in_size) +
-                                   " -> " + std::to_string(out_size) +
+                                   " -> " + std::to_string(a.out) +
                                    " needs too wide a filter");
   }
   const int taps = static_cast<int>(std::ceil(support)) * 2 + 1;
   // Pillow refuses (MemoryError) where its double table would pass INT_MAX.
-  if (int64_t{out_size} * taps * int64_t{sizeof(double)} > INT_MAX) {
+  if (int64_t{a.out} * taps * int64_t{sizeof(double)} > INT_MAX) {
     return Status::InvalidArgument(
         "resize: weight table for " + std::to_string(in_size) + " -> " +
-        std::to_string(out_size) + " (" + std::to_string(taps) +
+        std::to_string(a.out) + " (" + std::to_string(taps) +
         " taps) is too large");
   }
+  const int lo_rel = a.lo - a.origin;
+  const int hi_rel = a.hi - a.origin;
   w->taps = taps;
-  w->first.assign(out_size, 0);
-  w->count.assign(out_size, 0);
-  w->coeffs.assign(static_cast<size_t>(out_size) * taps, 0);
+  w->first.assign(a.win_n, 0);
+  w->count.assign(a.win_n, 0);
+  w->coeffs.assign(static_cast<size_t>(a.win_n) * taps, 0);
   std::vector<double> k(taps);
   const double ss = 1.0 / fscale;
-  for (int i = 0; i < out_size; ++i) {
-    const double center = in0 + (i + 0.5) * scale;
+  for (int wi = 0; wi < a.win_n; ++wi) {
+    const int i = a.win0 + wi;
+    const double center = a.in0 + (i + 0.5) * scale;
     int lo = static_cast<int>(center - support + 0.5);
-    if (lo < 0) lo = 0;
+    if (lo < lo_rel) lo = lo_rel;
     int hi = static_cast<int>(center + support + 0.5);
-    if (hi > in_size) hi = in_size;
-    const int n = hi - lo;
+    if (hi > hi_rel) hi = hi_rel;
+    const int n = hi > lo ? hi - lo : 0;
     double sum = 0.0;
     for (int j = 0; j < n; ++j) {
       const double v = filter.fn((j + lo - center + 0.5) * ss);
       k[j] = v;
       sum += v;
     }
-    int32_t* out = &w->coeffs[static_cast<size_t>(i) * taps];
+    int32_t* out = &w->coeffs[static_cast<size_t>(wi) * taps];
     for (int j = 0; j < n; ++j) {
       double v = k[j];
       if (sum != 0.0) v /= sum;
       const double fixed = v * (1 << kPrecisionBits);
       out[j] = static_cast<int32_t>(v < 0 ? -0.5 + fixed : 0.5 + fixed);
     }
-    w->first[i] = lo;
-    w->count[i] = n;
+    w->first[wi] = a.origin + lo;
+    w->count[wi] = n;
   }
   return Status::OK();
 }
@@ -173,12 +181,13 @@ inline uint8_t Clip8(int32_t acc) {
 
 // --- The two passes ----------------------------------------------------------
 
-// One row: out[x] (RGB, w.first.size() pixels) from `in` (RGB pixels).
-void HorizontalRow(const uint8_t* in, const Weights& w, uint8_t* out) {
+// One row: out[x] (RGB, w.first.size() pixels) from `in`, whose pixel 0 is
+// source column x0.
+void HorizontalRow(const uint8_t* in, int x0, const Weights& w, uint8_t* out) {
   const int out_w = static_cast<int>(w.first.size());
   for (int xx = 0; xx < out_w; ++xx) {
     const int32_t* k = &w.coeffs[static_cast<size_t>(xx) * w.taps];
-    const uint8_t* p = in + static_cast<size_t>(w.first[xx]) * 3;
+    const uint8_t* p = in + static_cast<size_t>(w.first[xx] - x0) * 3;
     const int n = w.count[xx];
     int32_t s0 = kHalf, s1 = kHalf, s2 = kHalf;
     for (int x = 0; x < n; ++x) {
@@ -192,8 +201,8 @@ void HorizontalRow(const uint8_t* in, const Weights& w, uint8_t* out) {
   }
 }
 
-// Output row `yy` of the vertical pass: `bytes` bytes per row from the rows
-// of `in` (row 0 is input row `row0`), summed into `acc` (bytes int32s).
+// Window row `yy` of the vertical pass: `bytes` bytes per row from the rows
+// of `in` (row 0 is source row `row0`), summed into `acc` (bytes int32s).
 void VerticalRow(const uint8_t* in, size_t stride, int row0, const Weights& w,
                  int yy, size_t bytes, int32_t* __restrict acc,
                  uint8_t* __restrict out) {
@@ -212,158 +221,259 @@ void VerticalRow(const uint8_t* in, size_t stride, int row0, const Weights& w,
 
 // --- Where the rows go ------------------------------------------------------
 
-// Output rows written straight into an RGB image.
-class ByteRows {
+// Window rows, each RGB, handed to the sink one by one: Row(y) is where row
+// y is produced, Done(y) stores it in the sink's layout (flipped if asked).
+class Rows {
  public:
-  ByteRows(uint8_t* dst, size_t stride) : dst_(dst), stride_(stride) {}
-  uint8_t* Row(int y) { return dst_ + static_cast<size_t>(y) * stride_; }
-  void Done(int) {}
-
- private:
-  uint8_t* dst_;
-  size_t stride_;
-};
-
-// Output rows converted to CHW float (flip, ToTensor, Normalize) one by one.
-class FloatRows {
- public:
-  FloatRows(int w, int h, bool hflip, const float mean[3], const float std[3],
-            float* dst)
-      : w_(w),
+  Rows(const PixelSink& sink, int w, int h)
+      : sink_(sink),
+        w_(w),
         plane_(static_cast<size_t>(w) * h),
-        hflip_(hflip),
-        dst_(dst),
         row_(static_cast<size_t>(w) * 3) {
-    for (int c = 0; c < 3; ++c) {
-      for (int v = 0; v < 256; ++v) {
-        // ToTensor: img.to(float32).div(255); Normalize: sub_(mean).div_(std).
-        const float x = static_cast<float>(v) / 255.0f;
-        lut_[c][v] = (x - mean[c]) / std[c];
+    if (sink.layout == PixelLayout::kChwF32) {
+      for (int c = 0; c < 3; ++c) {
+        for (int v = 0; v < 256; ++v) {
+          // ToTensor: img.to(float32).div(255); Normalize: sub_(mean).div_(std).
+          const float x = static_cast<float>(v) / 255.0f;
+          lut_[c][v] = (x - sink.mean[c]) / sink.std[c];
+        }
       }
     }
   }
-  uint8_t* Row(int) { return row_.data(); }
+  uint8_t* Row(int y) {
+    if (sink_.layout == PixelLayout::kRgb && !sink_.hflip) {
+      return static_cast<uint8_t*>(sink_.dst) +
+             static_cast<size_t>(y) * sink_.stride;
+    }
+    return row_.data();
+  }
   void Done(int y) {
     const uint8_t* row = row_.data();
-    for (int c = 0; c < 3; ++c) {
-      const float* lut = lut_[c];
-      float* out = dst_ + c * plane_ + static_cast<size_t>(y) * w_;
-      if (hflip_) {
-        for (int x = 0; x < w_; ++x) out[w_ - 1 - x] = lut[row[3 * x + c]];
-      } else {
-        for (int x = 0; x < w_; ++x) out[x] = lut[row[3 * x + c]];
+    const bool flip = sink_.hflip;
+    switch (sink_.layout) {
+      case PixelLayout::kRgb: {
+        if (!flip) return;
+        uint8_t* out = static_cast<uint8_t*>(sink_.dst) +
+                       static_cast<size_t>(y) * sink_.stride;
+        for (int x = 0; x < w_; ++x) {
+          std::memcpy(out + 3 * (w_ - 1 - x), row + 3 * x, 3);
+        }
+        return;
       }
+      case PixelLayout::kChwU8:
+        for (int c = 0; c < 3; ++c) {
+          uint8_t* out = static_cast<uint8_t*>(sink_.dst) + c * plane_ +
+                         static_cast<size_t>(y) * w_;
+          if (flip) {
+            for (int x = 0; x < w_; ++x) out[w_ - 1 - x] = row[3 * x + c];
+          } else {
+            for (int x = 0; x < w_; ++x) out[x] = row[3 * x + c];
+          }
+        }
+        return;
+      case PixelLayout::kChwF32:
+        for (int c = 0; c < 3; ++c) {
+          const float* lut = lut_[c];
+          float* out = static_cast<float*>(sink_.dst) + c * plane_ +
+                       static_cast<size_t>(y) * w_;
+          if (flip) {
+            for (int x = 0; x < w_; ++x) out[w_ - 1 - x] = lut[row[3 * x + c]];
+          } else {
+            for (int x = 0; x < w_; ++x) out[x] = lut[row[3 * x + c]];
+          }
+        }
+        return;
     }
   }
 
  private:
+  PixelSink sink_;
   int w_;
   size_t plane_;
-  bool hflip_;
-  float* dst_;
   std::vector<uint8_t> row_;
   float lut_[3][256];
 };
 
-struct Box {
-  const uint8_t* src;  // the box's top-left pixel
-  size_t stride;
-  int w;
-  int h;
-};
-
-template <typename Rows>
-void Copy(const Box& box, Rows* rows) {
-  for (int y = 0; y < box.h; ++y) {
-    std::memcpy(rows->Row(y), box.src + static_cast<size_t>(y) * box.stride,
-                static_cast<size_t>(box.w) * 3);
-    rows->Done(y);
-  }
+// An axis Pillow does not resample: an integer box the size of the output.
+bool IsIdentity(const ResizeAxis& a) {
+  return a.in0 == 0.0f && a.in1 == static_cast<float>(a.out) &&
+         a.lo == a.origin && a.hi == a.origin + a.out;
 }
 
-// PIL's NEAREST: ImagingScaleAffine with a = (w / out_w, 0, 0, 0, h / out_h,
-// 0), positions accumulated in double, COORD() truncating.
-template <typename Rows>
-void Nearest(const Box& box, int out_w, int out_h, Rows* rows) {
-  const double ax = static_cast<double>(static_cast<float>(box.w)) / out_w;
-  const double ay = static_cast<double>(static_cast<float>(box.h)) / out_h;
-  auto coord = [](double v) { return v < 0.0 ? -1 : static_cast<int>(v); };
-  // Columns outside the image are left black; those between the first and
-  // last valid column read column 0 (calloc'ed table), as in Pillow.
-  std::vector<int> xin(out_w, 0);
-  int xmin = out_w, xmax = 0;
-  double xo = 0.0 + ax * 0.5;
-  for (int x = 0; x < out_w; ++x) {
-    const int xi = coord(xo);
-    if (xi >= 0 && xi < box.w) {
-      xmax = x + 1;
-      if (x < xmin) xmin = x;
-      xin[x] = xi;
-    }
-    xo += ax;
-  }
-  double yo = 0.0 + ay * 0.5;
-  for (int y = 0; y < out_h; ++y) {
-    const int yi = coord(yo);
-    uint8_t* out = rows->Row(y);
-    std::memset(out, 0, static_cast<size_t>(out_w) * 3);
-    if (yi >= 0 && yi < box.h) {
-      const uint8_t* in = box.src + static_cast<size_t>(yi) * box.stride;
-      for (int x = xmin; x < xmax; ++x) {
-        std::memcpy(out + 3 * x, in + 3 * static_cast<size_t>(xin[x]), 3);
-      }
-    }
-    rows->Done(y);
-    yo += ay;
-  }
+std::string AxisText(const ResizeAxis& a) {
+  return "box [" + std::to_string(a.origin) + "+" + std::to_string(a.in0) +
+         ", " + std::to_string(a.origin) + "+" + std::to_string(a.in1) +
+         ") -> " + std::to_string(a.out) + " (window " +
+         std::to_string(a.win0) + "+" + std::to_string(a.win_n) +
+         ", source " + std::to_string(a.lo) + ".." + std::to_string(a.hi) +
+         ")";
 }
 
-// PIL's ImagingResampleInner: horizontal pass over the rows the vertical
-// pass reads, into one intermediate image, then the vertical pass; a pass
-// whose size does not change is skipped.
-template <typename Rows>
-Status Convolve(const Box& box, int out_w, int out_h, const FilterDef& filter,
-                Rows* rows) {
-  const bool need_h = out_w != box.w;
-  const bool need_v = out_h != box.h;
-  Weights wx, wy;
-  Status s = ComputeWeights(box.w, out_w, filter, &wx);
-  if (!s.ok()) return s;
-  s = ComputeWeights(box.h, out_h, filter, &wy);
-  if (!s.ok()) return s;
-
-  if (!need_v) {  // horizontal pass only, row by row
-    for (int y = 0; y < out_h; ++y) {
-      HorizontalRow(box.src + static_cast<size_t>(y) * box.stride, wx,
-                    rows->Row(y));
-      rows->Done(y);
-    }
-    return Status::OK();
-  }
-
-  // Rows [row0, row1) of the box feed the vertical pass.
-  const int row0 = wy.first[0];
-  const int row1 = wy.first[out_h - 1] + wy.count[out_h - 1];
-  const uint8_t* in = box.src + static_cast<size_t>(row0) * box.stride;
-  size_t in_stride = box.stride;
-  std::vector<uint8_t> tmp;
-  if (need_h) {
-    in_stride = static_cast<size_t>(out_w) * 3;
-    tmp.resize(in_stride * (row1 - row0));
-    for (int y = row0; y < row1; ++y) {
-      HorizontalRow(box.src + static_cast<size_t>(y) * box.stride, wx,
-                    tmp.data() + (y - row0) * in_stride);
-    }
-    in = tmp.data();
-  }
-  const size_t bytes = static_cast<size_t>(out_w) * 3;
-  std::vector<int32_t> acc(bytes);
-  for (int y = 0; y < out_h; ++y) {
-    VerticalRow(in, in_stride, row0, wy, y, bytes, acc.data(), rows->Row(y));
-    rows->Done(y);
+Status CheckAxis(const ResizeAxis& a, const char* name) {
+  if (a.out < 1 || a.win_n < 1 || a.win0 < 0 || a.win0 > a.out - a.win_n ||
+      !(a.in1 > a.in0) || a.hi <= a.lo) {
+    return Status::InvalidArgument(std::string("resize: bad ") + name +
+                                   " axis: " + AxisText(a));
   }
   return Status::OK();
 }
+
+// PIL's NEAREST: ImagingScaleAffine with a = (w / out_w, 0, 0, 0, h / out_h,
+// 0), positions accumulated in double, COORD() truncating; a position
+// outside the box reads -1 (left black).  Only integer boxes (in0 == 0).
+void NearestIndex(const ResizeAxis& a, std::vector<int>* index) {
+  const double step = static_cast<double>(a.in1) / a.out;
+  auto coord = [](double v) { return v < 0.0 ? -1 : static_cast<int>(v); };
+  const int n = a.hi - a.origin;
+  index->assign(a.win_n, -1);
+  double pos = 0.0 + step * 0.5;
+  for (int i = 0; i < a.win0 + a.win_n; ++i) {
+    const int v = coord(pos);
+    if (i >= a.win0 && v >= 0 && v < n) (*index)[i - a.win0] = a.origin + v;
+    pos += step;
+  }
+}
+
+}  // namespace
+
+Status ResizePlan::Make(const ResizeAxis& x, const ResizeAxis& y,
+                        Filter filter, ResizePlan* plan) {
+  Status s = CheckAxis(x, "x");
+  if (s.ok()) s = CheckAxis(y, "y");
+  if (!s.ok()) return s;
+  plan->x_ = x;
+  plan->y_ = y;
+  plan->filter_ = filter;
+  plan->copy_x_ = IsIdentity(x);
+  plan->copy_y_ = IsIdentity(y);
+  auto range = [](const std::vector<int>& first, const std::vector<int>& count,
+                  int* lo, int* hi) {
+    *lo = INT_MAX;
+    *hi = INT_MIN;
+    for (size_t i = 0; i < first.size(); ++i) {
+      if (count[i] < 1) continue;
+      *lo = std::min(*lo, first[i]);
+      *hi = std::max(*hi, first[i] + count[i]);
+    }
+    if (*lo > *hi) *lo = *hi = first.empty() ? 0 : first[0];
+  };
+  if (filter == Filter::kNearest) {
+    if (x.in0 != 0.0f || y.in0 != 0.0f) {
+      return Status::InvalidArgument(
+          "resize: nearest needs an integer box (in0 = 0)");
+    }
+    NearestIndex(x, &plan->nearest_x_);
+    NearestIndex(y, &plan->nearest_y_);
+    std::vector<int> ones_x(plan->nearest_x_.size()), ones_y(plan->nearest_y_.size());
+    for (size_t i = 0; i < ones_x.size(); ++i) ones_x[i] = plan->nearest_x_[i] >= 0;
+    for (size_t i = 0; i < ones_y.size(); ++i) ones_y[i] = plan->nearest_y_[i] >= 0;
+    range(plan->nearest_x_, ones_x, &plan->need_x0_, &plan->need_x1_);
+    range(plan->nearest_y_, ones_y, &plan->need_y0_, &plan->need_y1_);
+    return Status::OK();
+  }
+  FilterDef def;
+  if (!GetFilter(filter, &def)) {
+    return Status::InvalidArgument("resize: unknown filter " +
+                                   std::to_string(static_cast<int>(filter)));
+  }
+  auto wx = std::make_shared<Weights>();
+  auto wy = std::make_shared<Weights>();
+  s = ComputeWeights(x, def, wx.get());
+  if (s.ok()) s = ComputeWeights(y, def, wy.get());
+  if (!s.ok()) return s;
+  if (plan->copy_x_) {
+    plan->need_x0_ = x.origin + x.win0;
+    plan->need_x1_ = plan->need_x0_ + x.win_n;
+  } else {
+    range(wx->first, wx->count, &plan->need_x0_, &plan->need_x1_);
+  }
+  if (plan->copy_y_) {
+    plan->need_y0_ = y.origin + y.win0;
+    plan->need_y1_ = plan->need_y0_ + y.win_n;
+  } else {
+    range(wy->first, wy->count, &plan->need_y0_, &plan->need_y1_);
+  }
+  plan->wx_ = std::move(wx);
+  plan->wy_ = std::move(wy);
+  return Status::OK();
+}
+
+Status ResizePlan::Run(const uint8_t* region, int region_x, int region_y,
+                       int region_w, int region_h, size_t stride,
+                       const PixelSink& sink) const {
+  if (need_x0_ < region_x || need_x1_ > region_x + region_w ||
+      need_y0_ < region_y || need_y1_ > region_y + region_h) {
+    return Status::InvalidArgument(
+        "resize: source region " + std::to_string(region_w) + "x" +
+        std::to_string(region_h) + " at (" + std::to_string(region_x) + ", " +
+        std::to_string(region_y) + ") does not hold the pixels [" +
+        std::to_string(need_x0_) + ", " + std::to_string(need_x1_) + ") x [" +
+        std::to_string(need_y0_) + ", " + std::to_string(need_y1_) + ")");
+  }
+  if (stride / 3 < static_cast<size_t>(region_w)) {
+    return Status::InvalidArgument("resize: source stride " +
+                                   std::to_string(stride) +
+                                   " is shorter than a row");
+  }
+  const int out_w = x_.win_n, out_h = y_.win_n;
+  Rows rows(sink, out_w, out_h);
+  auto src = [&](int x, int y) {
+    return region + static_cast<size_t>(y - region_y) * stride +
+           static_cast<size_t>(x - region_x) * 3;
+  };
+  const size_t bytes = static_cast<size_t>(out_w) * 3;
+  if (filter_ == Filter::kNearest && !(copy_x_ && copy_y_)) {
+    for (int y = 0; y < out_h; ++y) {
+      uint8_t* out = rows.Row(y);
+      std::memset(out, 0, bytes);
+      const int yi = nearest_y_[y];
+      if (yi >= 0) {
+        for (int x = 0; x < out_w; ++x) {
+          if (nearest_x_[x] >= 0) std::memcpy(out + 3 * x, src(nearest_x_[x], yi), 3);
+        }
+      }
+      rows.Done(y);
+    }
+    return Status::OK();
+  }
+  const int x0 = x_.origin + x_.win0, y0 = y_.origin + y_.win0;
+  if (copy_x_ && copy_y_) {
+    for (int y = 0; y < out_h; ++y) {
+      std::memcpy(rows.Row(y), src(x0, y0 + y), bytes);
+      rows.Done(y);
+    }
+    return Status::OK();
+  }
+  if (copy_y_) {  // horizontal pass only, row by row
+    for (int y = 0; y < out_h; ++y) {
+      HorizontalRow(src(region_x, y0 + y), region_x, *wx_, rows.Row(y));
+      rows.Done(y);
+    }
+    return Status::OK();
+  }
+  // Rows [need_y0_, need_y1_) feed the vertical pass.
+  const uint8_t* in = src(copy_x_ ? x0 : region_x, need_y0_);
+  size_t in_stride = stride;
+  std::vector<uint8_t> tmp;
+  if (!copy_x_) {
+    in_stride = bytes;
+    tmp.resize(in_stride * (need_y1_ - need_y0_));
+    for (int y = need_y0_; y < need_y1_; ++y) {
+      HorizontalRow(src(region_x, y), region_x, *wx_,
+                    tmp.data() + (y - need_y0_) * in_stride);
+    }
+    in = tmp.data();
+  }
+  std::vector<int32_t> acc(bytes);
+  for (int y = 0; y < out_h; ++y) {
+    VerticalRow(in, in_stride, need_y0_, *wy_, y, bytes, acc.data(),
+                rows.Row(y));
+    rows.Done(y);
+  }
+  return Status::OK();
+}
+
+namespace {
 
 Status CheckArgs(const uint8_t* src, int src_w, int src_h, size_t src_stride,
                  int box_x, int box_y, int box_w, int box_h, int dst_w,
@@ -400,21 +510,18 @@ Status CheckArgs(const uint8_t* src, int src_w, int src_h, size_t src_stride,
   return Status::OK();
 }
 
-template <typename Rows>
-Status Resize(const Box& box, int dst_w, int dst_h, Filter filter, Rows* rows) {
-  // Image.resize copies when the size does not change (so does _resize
-  // for an integer box the size of the output), whatever the filter.
-  if (dst_w == box.w && dst_h == box.h) {
-    Copy(box, rows);
-    return Status::OK();
-  }
-  if (filter == Filter::kNearest) {
-    Nearest(box, dst_w, dst_h, rows);
-    return Status::OK();
-  }
-  FilterDef def;
-  GetFilter(filter, &def);
-  return Convolve(box, dst_w, dst_h, def, rows);
+// Crop-then-resize of an integer box, the whole output.
+Status ResizeBox(const uint8_t* src, int src_w, int src_h, size_t src_stride,
+                 int box_x, int box_y, int box_w, int box_h, int dst_w,
+                 int dst_h, Filter filter, const PixelSink& sink) {
+  Status s = CheckArgs(src, src_w, src_h, src_stride, box_x, box_y, box_w,
+                       box_h, dst_w, dst_h, filter, sink.dst);
+  if (!s.ok()) return s;
+  ResizePlan plan;
+  s = ResizePlan::Make(ResizeAxis::Crop(box_x, box_w, dst_w),
+                       ResizeAxis::Crop(box_y, box_h, dst_h), filter, &plan);
+  if (!s.ok()) return s;
+  return plan.Run(src, 0, 0, src_w, src_h, src_stride, sink);
 }
 
 }  // namespace
@@ -440,19 +547,17 @@ const char* FilterName(Filter filter) {
 Status ResizeRgb(const uint8_t* src, int src_w, int src_h, size_t src_stride,
                  int box_x, int box_y, int box_w, int box_h, int dst_w,
                  int dst_h, Filter filter, uint8_t* dst, size_t dst_stride) {
-  Status s = CheckArgs(src, src_w, src_h, src_stride, box_x, box_y, box_w,
-                       box_h, dst_w, dst_h, filter, dst);
-  if (!s.ok()) return s;
   if (dst_stride / 3 < static_cast<size_t>(dst_w)) {
     return Status::InvalidArgument(
         "resize: output stride " + std::to_string(dst_stride) +
         " is shorter than a row of " + std::to_string(dst_w) + " RGB pixels");
   }
-  const Box box{src + static_cast<size_t>(box_y) * src_stride +
-                    static_cast<size_t>(box_x) * 3,
-                src_stride, box_w, box_h};
-  ByteRows rows(dst, dst_stride);
-  return Resize(box, dst_w, dst_h, filter, &rows);
+  PixelSink sink;
+  sink.layout = PixelLayout::kRgb;
+  sink.dst = dst;
+  sink.stride = dst_stride;
+  return ResizeBox(src, src_w, src_h, src_stride, box_x, box_y, box_w, box_h,
+                   dst_w, dst_h, filter, sink);
 }
 
 Status ResizeRgbToChwFloat(const uint8_t* src, int src_w, int src_h,
@@ -460,9 +565,6 @@ Status ResizeRgbToChwFloat(const uint8_t* src, int src_w, int src_h,
                            int box_h, int dst_w, int dst_h, Filter filter,
                            bool hflip, const float mean[3], const float std[3],
                            float* dst) {
-  Status s = CheckArgs(src, src_w, src_h, src_stride, box_x, box_y, box_w,
-                       box_h, dst_w, dst_h, filter, dst);
-  if (!s.ok()) return s;
   if (mean == nullptr || std == nullptr) {
     return Status::InvalidArgument("resize: null mean or std");
   }
@@ -472,11 +574,14 @@ Status ResizeRgbToChwFloat(const uint8_t* src, int src_w, int src_h,
                                      "] is zero");
     }
   }
-  const Box box{src + static_cast<size_t>(box_y) * src_stride +
-                    static_cast<size_t>(box_x) * 3,
-                src_stride, box_w, box_h};
-  FloatRows rows(dst_w, dst_h, hflip, mean, std, dst);
-  return Resize(box, dst_w, dst_h, filter, &rows);
+  PixelSink sink;
+  sink.layout = PixelLayout::kChwF32;
+  sink.hflip = hflip;
+  sink.mean = mean;
+  sink.std = std;
+  sink.dst = dst;
+  return ResizeBox(src, src_w, src_h, src_stride, box_x, box_y, box_w, box_h,
+                   dst_w, dst_h, filter, sink);
 }
 
 }  // namespace ufspack

@@ -42,6 +42,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "ufspack/status.h"
 
@@ -90,6 +92,81 @@ Status ResizeRgbToChwFloat(const uint8_t* src, int src_w, int src_h,
                            int box_h, int dst_w, int dst_h, Filter filter,
                            bool hflip, const float mean[3], const float std[3],
                            float* dst);
+
+
+// --- The general form, for the fused transform pipeline (transform.cc) ------
+//
+// One axis of a resize of a box to `out` pixels, of which only the output
+// window [win0, win0 + win_n) is produced (each output pixel depends only on
+// its own row's and column's weights, so a window of Pillow's result is
+// exactly those pixels of it).  The box is [origin + in0, origin + in1) in
+// source coordinates, as Pillow's float box relative to `origin`; the filter
+// reads only source pixels in [lo, hi).
+struct ResizeAxis {
+  int origin = 0;
+  float in0 = 0.0f;
+  float in1 = 0.0f;
+  int lo = 0;
+  int hi = 0;
+  int out = 0;
+  int win0 = 0;
+  int win_n = 0;
+
+  // Image.crop((x, ., x + w, .)).resize((out, .)): Pillow's crop-then-resize
+  // (the filter sees only the crop), the whole output.
+  static ResizeAxis Crop(int x, int w, int out) {
+    return ResizeAxis{x, 0.0f, static_cast<float>(w), x, x + w, out, 0, out};
+  }
+};
+
+// Where the produced pixels go.
+enum class PixelLayout {
+  kRgb,     // rows of RGB bytes, `stride` bytes apart
+  kChwU8,   // 3 planes of h x w bytes (PILToTensor, contiguous)
+  kChwF32,  // 3 planes of h x w float32: ((float)v / 255 - mean) / std
+};
+struct PixelSink {
+  PixelLayout layout = PixelLayout::kRgb;
+  bool hflip = false;             // left-right flip of the produced window
+  const float* mean = nullptr;    // kChwF32: 3 values
+  const float* std = nullptr;     // kChwF32: 3 non-zero values
+  void* dst = nullptr;
+  size_t stride = 0;              // kRgb only
+};
+
+struct Weights;  // resize.cc
+
+// A resize whose weights are computed once; Run may then be called on any
+// region of the source that holds the pixels it needs (decoders that
+// decode only part of an image ask need_*() first).
+class ResizePlan {
+ public:
+  // InvalidArgument for an empty or inverted box, window or source range,
+  // a fractional box with kNearest, or too wide a filter.
+  static Status Make(const ResizeAxis& x, const ResizeAxis& y, Filter filter,
+                     ResizePlan* plan);
+
+  // The source pixels the window reads: [need_x0, need_x1) x [need_y0,
+  // need_y1) (a subset of [lo, hi) on each axis).
+  int need_x0() const { return need_x0_; }
+  int need_x1() const { return need_x1_; }
+  int need_y0() const { return need_y0_; }
+  int need_y1() const { return need_y1_; }
+
+  // Produces the window from `region`: region_h rows of region_w RGB pixels,
+  // `stride` bytes apart, whose top-left pixel is source pixel (region_x,
+  // region_y).  InvalidArgument when the region lacks a needed pixel.
+  Status Run(const uint8_t* region, int region_x, int region_y, int region_w,
+             int region_h, size_t stride, const PixelSink& sink) const;
+
+ private:
+  ResizeAxis x_, y_;
+  Filter filter_ = Filter::kBilinear;
+  bool copy_x_ = false, copy_y_ = false;
+  int need_x0_ = 0, need_x1_ = 0, need_y0_ = 0, need_y1_ = 0;
+  std::shared_ptr<const Weights> wx_, wy_;
+  std::vector<int> nearest_x_, nearest_y_;
+};
 
 }  // namespace ufspack
 
