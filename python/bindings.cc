@@ -20,6 +20,8 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -32,6 +34,7 @@
 #include "ufspack/format.h"
 #include "ufspack/parallel.h"
 #include "ufspack/reader.h"
+#include "ufspack/transform.h"
 #include "ufspack/version.h"
 
 namespace py = pybind11;
@@ -126,6 +129,129 @@ py::tuple DecodedToPython(Decoded* d) {
   if (!d->status.ok()) Raise(d->status);
   if (d->image.pixels) return py::make_tuple(ToArray(&d->image), py::none());
   return py::make_tuple(py::none(), py::bytes(d->fallback));
+}
+
+// --- Fused decode + transforms (MyImageFolder(fast_transforms=...)) --------
+//
+// A sample goes through two C++ phases with the GIL released around each,
+// and Python in between (which draws the random parameters from torch's RNG
+// for the image's size, as torchvision would):
+//   1. read + probe: the record's bytes and its image size (the JPEG header
+//      only; other formats the fast decoder handles are decoded in full;
+//      anything else is left for PIL, which Python runs, then hands the
+//      pixels back with set_pixels);
+//   2. transform: TransformJpeg on the bytes, or TransformRgb on the pixels,
+//      straight into an output buffer Python allocated (a tensor's memory).
+
+// One record prepared for phase 2.
+struct Prepared {
+  enum Kind { kJpeg, kPixels, kNeedsPil };
+  Status status;  // read error
+  Kind kind = kNeedsPil;
+  std::string data;  // the encoded bytes
+  RgbImage pixels;   // kPixels
+  int width = 0, height = 0;
+};
+
+void ReadAndPrepare(const Reader& reader, uint64_t i, Prepared* out) {
+  Record rec;
+  out->status = reader.GetRecord(i, &rec);
+  if (!out->status.ok()) return;
+  if (rec.codec == Codec::kZstd) {
+    out->status = reader.Read(rec, &out->data);
+  } else {
+    out->data.resize(rec.original_length);
+    out->status = reader.Read(rec, out->data.data(), out->data.size());
+  }
+  if (!out->status.ok()) return;
+  if (ProbeJpeg(out->data.data(), out->data.size(), &out->width, &out->height)
+          .ok()) {
+    out->kind = Prepared::kJpeg;
+    return;
+  }
+  if (SniffImageFormat(out->data.data(), out->data.size()) !=
+          ImageFormat::kJpeg &&
+      DecodeRgb(out->data.data(), out->data.size(), &out->pixels).ok()) {
+    out->kind = Prepared::kPixels;
+    out->width = out->pixels.width;
+    out->height = out->pixels.height;
+    return;
+  }
+  out->kind = Prepared::kNeedsPil;  // PIL decodes (and raises what it raises)
+}
+
+// Phase 2 for one sample.  NotSupported: PIL must decode (a JPEG libjpeg
+// warned about); the caller retries with set_pixels.
+Status RunPrepared(const Prepared& p, const TransformSpec& spec, void* out) {
+  switch (p.kind) {
+    case Prepared::kJpeg:
+      return TransformJpeg(p.data.data(), p.data.size(), spec, out);
+    case Prepared::kPixels:
+      return TransformRgb(p.pixels.pixels.get(), p.pixels.width,
+                          p.pixels.height,
+                          static_cast<size_t>(p.pixels.width) * 3, spec, out);
+    case Prepared::kNeedsPil:
+      break;
+  }
+  return Status::NotSupported("needs PIL");
+}
+
+std::shared_ptr<Prepared> CheckedPrepared(std::shared_ptr<Prepared> p) {
+  if (!p->status.ok()) Raise(p->status);
+  return p;
+}
+
+// transform_batch(prepared, specs, outputs, threads) -> [None | "pil"]
+py::list TransformBatch(const std::vector<std::shared_ptr<Prepared>>& items,
+                        const std::vector<TransformSpec>& specs,
+                        const py::list& outputs, int threads) {
+  const size_t n = items.size();
+  if (specs.size() != n || static_cast<size_t>(py::len(outputs)) != n) {
+    throw py::value_error("transform_batch: " + std::to_string(n) +
+                          " images, " + std::to_string(specs.size()) +
+                          " specs and " + std::to_string(py::len(outputs)) +
+                          " outputs");
+  }
+  std::vector<py::buffer_info> bufs;
+  bufs.reserve(n);
+  for (size_t k = 0; k < n; ++k) {
+    if (!items[k]) throw py::value_error("transform_batch: None image");
+    Check(specs[k].Validate());
+    py::buffer b = outputs[k].cast<py::buffer>();
+    py::buffer_info info = b.request(/*writable=*/true);
+    const size_t bytes = static_cast<size_t>(info.size) * info.itemsize;
+    bool contiguous = true;
+    py::ssize_t expect = info.itemsize;
+    for (int d = info.ndim - 1; d >= 0; --d) {
+      if (info.shape[d] != 1 && info.strides[d] != expect) contiguous = false;
+      expect *= info.shape[d];
+    }
+    if (!contiguous || bytes != specs[k].output_bytes()) {
+      throw py::value_error(
+          "transform_batch: output " + std::to_string(k) + " has " +
+          std::to_string(bytes) + (contiguous ? "" : " non-contiguous") +
+          " bytes, the spec writes " + std::to_string(specs[k].output_bytes()));
+    }
+    bufs.push_back(std::move(info));
+  }
+  std::vector<Status> results(n);
+  {
+    py::gil_scoped_release nogil;
+    ParallelFor(n, threads, [&](size_t k) {
+      results[k] = RunPrepared(*items[k], specs[k], bufs[k].ptr);
+    });
+  }
+  py::list out;
+  for (size_t k = 0; k < n; ++k) {
+    if (results[k].ok()) {
+      out.append(py::none());
+    } else if (results[k].IsNotSupported()) {
+      out.append(py::str("pil"));
+    } else {
+      Raise(results[k]);
+    }
+  }
+  return out;
 }
 
 class PyReader {
@@ -327,6 +453,29 @@ class PyReader {
     return out;
   }
 
+  std::shared_ptr<Prepared> ReadPrepare(uint64_t i) const {
+    auto p = std::make_shared<Prepared>();
+    {
+      py::gil_scoped_release nogil;
+      ReadAndPrepare(*reader_, i, p.get());
+    }
+    return CheckedPrepared(std::move(p));
+  }
+
+  std::vector<std::shared_ptr<Prepared>> ReadPrepareBatch(
+      const std::vector<uint64_t>& indices, int threads) const {
+    std::vector<std::shared_ptr<Prepared>> out(indices.size());
+    for (auto& p : out) p = std::make_shared<Prepared>();
+    {
+      py::gil_scoped_release nogil;
+      ParallelFor(indices.size(), threads, [&](size_t k) {
+        ReadAndPrepare(*reader_, indices[k], out[k].get());
+      });
+    }
+    for (auto& p : out) CheckedPrepared(p);
+    return out;
+  }
+
   py::dict Info() const {
     const PackInfo& i = reader_->info();
     py::dict d;
@@ -460,10 +609,104 @@ PYBIND11_MODULE(_core, m) {
       .def("read_decode", &PyReader::ReadDecode, py::arg("i"))
       .def("read_decode_batch", &PyReader::ReadDecodeBatch, py::arg("indices"),
            py::arg("threads") = 4)
+      .def("read_prepare", &PyReader::ReadPrepare, py::arg("i"))
+      .def("read_prepare_batch", &PyReader::ReadPrepareBatch,
+           py::arg("indices"), py::arg("threads") = 4)
       .def("info", &PyReader::Info)
       .def("metadata", &PyReader::Metadata, py::arg("key"))
       .def("check_index", &PyReader::CheckIndex);
 
+  py::class_<Prepared, std::shared_ptr<Prepared>>(m, "Prepared")
+      .def_property_readonly("width", [](const Prepared& p) { return p.width; })
+      .def_property_readonly("height",
+                             [](const Prepared& p) { return p.height; })
+      .def_property_readonly(
+          "kind",
+          [](const Prepared& p) {
+            return p.kind == Prepared::kJpeg
+                       ? "jpeg"
+                       : (p.kind == Prepared::kPixels ? "pixels" : "pil");
+          })
+      .def_property_readonly(
+          "data", [](const Prepared& p) { return py::bytes(p.data); })
+      .def(
+          "set_pixels",
+          [](Prepared& p, py::array_t<uint8_t, py::array::c_style |
+                                                  py::array::forcecast>
+                              a) {
+            if (a.ndim() != 3 || a.shape(2) != 3 || a.shape(0) < 1 ||
+                a.shape(1) < 1) {
+              throw py::value_error("set_pixels: expected HxWx3 uint8 RGB");
+            }
+            RgbImage img;
+            img.width = static_cast<int>(a.shape(1));
+            img.height = static_cast<int>(a.shape(0));
+            img.pixels.reset(new uint8_t[img.size()]);
+            std::memcpy(img.pixels.get(), a.data(), img.size());
+            p.pixels = std::move(img);
+            p.kind = Prepared::kPixels;
+            p.width = p.pixels.width;
+            p.height = p.pixels.height;
+          },
+          py::arg("pixels"));
+
+  py::class_<TransformSpec>(m, "TransformSpec")
+      .def(py::init<>())
+      .def_readwrite("in_width", &TransformSpec::in_width)
+      .def_readwrite("in_height", &TransformSpec::in_height)
+      .def("set_resize_before",
+           [](TransformSpec& s, int w, int h, int filter) {
+             s.has_resize_before = true;
+             s.resize_before = {w, h, static_cast<Resample>(filter)};
+           })
+      .def("set_crop",
+           [](TransformSpec& s, std::array<int, 4> pad,
+              std::array<int, 3> fill, std::array<int, 4> box) {
+             s.has_crop = true;
+             for (int i = 0; i < 4; ++i) s.pad[i] = pad[i];
+             for (int i = 0; i < 3; ++i) {
+               if (fill[i] < 0 || fill[i] > 255) {
+                 throw py::value_error("set_crop: fill outside 0..255");
+               }
+               s.fill[i] = static_cast<uint8_t>(fill[i]);
+             }
+             for (int i = 0; i < 4; ++i) s.box[i] = box[i];
+           })
+      .def("set_resize_after",
+           [](TransformSpec& s, int w, int h, int filter) {
+             s.has_resize_after = true;
+             s.resize_after = {w, h, static_cast<Resample>(filter)};
+           })
+      .def_readwrite("hflip", &TransformSpec::hflip)
+      .def_readwrite("dct_scaling", &TransformSpec::dct_scaling)
+      .def("set_output",
+           [](TransformSpec& s, const std::string& kind,
+              std::array<float, 3> mean, std::array<float, 3> std) {
+             if (kind == "rgb") {
+               s.output = TransformOutput::kRgb;
+             } else if (kind == "chw_u8") {
+               s.output = TransformOutput::kChwU8;
+             } else if (kind == "chw_f32") {
+               s.output = TransformOutput::kChwF32;
+             } else {
+               throw py::value_error("set_output: unknown kind " + kind);
+             }
+             for (int i = 0; i < 3; ++i) {
+               s.mean[i] = mean[i];
+               s.std[i] = std[i];
+             }
+           },
+           py::arg("kind"), py::arg("mean") = std::array<float, 3>{0, 0, 0},
+           py::arg("std") = std::array<float, 3>{1, 1, 1})
+      .def_property_readonly("out_width", &TransformSpec::out_width)
+      .def_property_readonly("out_height", &TransformSpec::out_height)
+      .def("validate", [](const TransformSpec& s) { Check(s.Validate()); });
+
+  m.def("transform_batch", &TransformBatch, py::arg("images"),
+        py::arg("specs"), py::arg("outputs"), py::arg("threads") = 1,
+        "Runs each spec on its prepared image into its output buffer, on "
+        "`threads` threads with the GIL released; per image None (done) or "
+        "'pil' (decode with PIL, set_pixels, and run again).");
   m.def(
       "decode_rgb",
       [](const py::bytes& data) -> py::object {

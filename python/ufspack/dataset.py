@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator, List, Literal, Optional, Tuple
 import numpy as np
 
 from ufspack import _core
+from ufspack import fast_transforms as _ft
 from ufspack.pack import Pack, PathLike, _check_index
 
 # torchvision.datasets.folder.IMG_EXTENSIONS
@@ -33,6 +34,7 @@ except ImportError:  # pragma: no cover - exercised only without torchvision
 Output = Literal["pil", "numpy", "tensor", "bytes"]
 OnError = Literal["raise", "skip", "substitute"]
 OUTPUTS = ("pil", "numpy", "tensor", "bytes")
+FastTransforms = Literal[False, True, "exact"]
 ON_ERROR = ("raise", "skip", "substitute")
 # decode_threads when not given: per process, or per DataLoader worker (the
 # workers already use the cores; more threads each would oversubscribe them).
@@ -55,6 +57,37 @@ class _BadSample(Exception):
         super().__init__(str(cause))
         self.k = k
         self.cause = cause
+
+
+class _Failed:
+    """Internal: a sample the fast path could not load (``error``)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+def _native_output(ns: _ft.NativeSpec) -> Tuple[Any, np.ndarray]:
+    """(the sample's object, the buffer the native run writes) for a spec."""
+    w, h = ns.spec.out_width, ns.spec.out_height
+    if ns.output == "rgb":
+        arr = np.empty((h, w, 3), np.uint8)
+        return arr, arr
+    import torch
+
+    t = torch.empty((3, h, w), dtype=torch.uint8 if ns.output == "chw_u8" else torch.float32)
+    return t, t.numpy()
+
+
+def _native_value(ns: _ft.NativeSpec, value: Any) -> Any:
+    if ns.output == "rgb":
+        from PIL import Image
+
+        value = Image.fromarray(value, "RGB")
+    if ns.tail is not None:
+        value = _ft.run_tail(value, ns.tail)
+    return value
 
 
 def skip_none_collate(batch):
@@ -241,6 +274,22 @@ class MyImageFolder(_Base):
             errors (``OSError`` other than ``CorruptPackError``) and
             exceptions from the transforms always propagate.
 
+        fast_transforms: run the leading standard torchvision transforms of
+            ``transform`` natively, fused with the decode (see
+            ``docs/transforms.md``).  ``False`` (default): ``transform`` runs
+            in Python on PIL's image.  ``True``: the longest leading run of
+            RandomResizedCrop, Resize, CenterCrop, RandomCrop,
+            RandomHorizontalFlip, ToTensor, PILToTensor, ConvertImageDtype
+            and Normalize that the native pipeline can express runs in C++
+            (random parameters drawn from torch's RNG exactly as torchvision
+            draws them); the rest of ``transform`` runs in Python on the
+            result.  JPEGs are decoded only where the crop needs them and,
+            when the crop is at least twice the output, at 1/2, 1/4 or 1/8
+            scale in the DCT (close to torchvision's pixels, not equal).
+            ``"exact"``: the same without DCT scaling: the output equals
+            torchvision's bit for bit.  ``fast_plan`` shows the split.
+            Needs the default decoder and ``output="pil"``.
+
     Subsetting and relabelling work as on ImageFolder: assigning
     ``samples`` (or ``imgs``) a list of ``(path, target)`` pairs taken from
     it (``ds.samples = ds.samples[:1000]``, or with new targets) changes
@@ -255,7 +304,8 @@ class MyImageFolder(_Base):
         TypeError: ``loader`` is a path loader other than torchvision's
             default (use ``bytes_loader``).
         ValueError: the pack was built with ``--flat`` (it has no classes),
-            or ``output`` is unknown.
+            ``output`` is unknown, or ``fast_transforms`` is set with
+            ``bytes_loader`` or another ``output``.
         ufspack.CorruptPackError: the pack is damaged (also raised by
             ``__getitem__`` for a damaged record, naming it, unless
             ``on_error`` says otherwise).
@@ -275,6 +325,7 @@ class MyImageFolder(_Base):
         source_root: Optional[PathLike] = None,
         decode_threads: Optional[int] = None,
         on_error: OnError = "raise",
+        fast_transforms: FastTransforms = False,
     ) -> None:
         if _BASE_TAKES_ROOT:
             super().__init__(root, transform=transform, target_transform=target_transform)
@@ -295,6 +346,15 @@ class MyImageFolder(_Base):
             )
         if decode_threads is not None and int(decode_threads) < 1:
             raise ValueError(f"decode_threads must be at least 1, not {decode_threads!r}")
+        if fast_transforms not in (False, True, "exact"):
+            raise ValueError(f"fast_transforms must be False, True or 'exact', not {fast_transforms!r}")
+        if fast_transforms and (bytes_loader is not None or output != "pil"):
+            raise ValueError(
+                "fast_transforms runs torchvision's transforms on the decoded image: "
+                "it needs the default decoder (no bytes_loader) and output='pil'"
+            )
+        self.fast_transforms = fast_transforms
+        self._plan: Optional[Tuple[Any, _ft.FastPlan]] = None  # (transform, its plan)
         self._pack = Pack(root, verify=verify)
         info = self._pack.info
         if info["flat"]:
@@ -407,6 +467,8 @@ class MyImageFolder(_Base):
         rec = self._record_of(k)
         reader = self._pack._handle.get()
         if self.on_error == "raise":
+            if self._fast_active():
+                return self._transformed(self._fast_one(reader, k), k, reader, rec)
             return self._transformed(self._load(reader, rec), k, reader, rec)
         try:
             sample = self._load_guarded(reader, k)
@@ -421,8 +483,11 @@ class MyImageFolder(_Base):
 
     def _transformed(self, sample: Any, k: int, reader: _core.Reader, rec: int) -> Tuple[Any, Any]:
         target = self._target_of(k, reader, rec)
-        if self.transform is not None:
-            sample = self.transform(sample)
+        transform = self.transform
+        if self._fast_active():
+            transform = self._plan[1].python  # type: ignore[index]  # the rest, after the native run
+        if transform is not None:
+            sample = transform(sample)
         if self.target_transform is not None:
             target = self.target_transform(target)
         return sample, target
@@ -437,6 +502,13 @@ class MyImageFolder(_Base):
         reader = self._pack._handle.get()
         if self.on_error != "raise":
             return self._getitems_guarded(reader, ks, recs)
+        if self._fast_active():
+            out = []
+            for k, r, x in zip(ks, recs, self._fast_samples(reader, ks, recs, self._threads())):
+                if isinstance(x, _Failed):
+                    raise x.error
+                out.append(self._transformed(x, k, reader, r))
+            return out
         loaded = self._read_batch(reader, recs)
         return [self._transformed(self._convert(x, reader, r), k, reader, r) for x, k, r in zip(loaded, ks, recs)]
 
@@ -446,6 +518,16 @@ class MyImageFolder(_Base):
         """``__getitems__`` under a skip/substitute policy: the batched read
         stops at the first damaged record, so a batch holding one is redone
         sample by sample."""
+        if self._fast_active():
+            out = []
+            for k, rec, x in zip(ks, recs, self._fast_samples(reader, ks, recs, self._threads())):
+                if isinstance(x, _Failed):
+                    got = self._on_bad(reader, _BadSample(k, x.error))
+                    if got is not None:
+                        out.append(got)
+                else:
+                    out.append(self._transformed(x, k, reader, rec))
+            return out
         try:
             loaded = self._read_batch(reader, recs)
         except _core.CorruptPackError:
@@ -468,6 +550,11 @@ class MyImageFolder(_Base):
         """Loads sample ``k``, turning the failures ``on_error`` covers into
         ``_BadSample``; everything else propagates."""
         rec = self._record_of(k)
+        if self._fast_active():
+            (x,) = self._fast_samples(reader, [k], [rec], 1)
+            if isinstance(x, _Failed):
+                raise _BadSample(k, x.error) from x.error
+            return x
         try:
             loaded = self._read(reader, rec)
         except _core.CorruptPackError as e:
@@ -520,6 +607,110 @@ class MyImageFolder(_Base):
         raise first.cause
 
     # --- internals -----------------------------------------------------------
+
+    # --- fast_transforms -------------------------------------------------------
+
+    @property
+    def fast_plan(self) -> Optional[_ft.FastPlan]:
+        """What ``fast_transforms`` runs natively: the plan for the current
+        ``transform`` (recomputed when ``transform`` is reassigned; its
+        ``description`` reads "native: ...; python: ..."), or None when
+        ``fast_transforms`` is off."""
+        if not self.fast_transforms:
+            return None
+        if self._plan is None or self._plan[0] is not self.transform:
+            plan, _ = _ft.plan_transform(self.transform)
+            self._plan = (self.transform, plan)
+        return self._plan[1]
+
+    def _fast_active(self) -> bool:
+        plan = self.fast_plan
+        return plan is not None and bool(plan)
+
+    def _fast_one(self, reader: _core.Reader, k: int) -> Any:
+        (x,) = self._fast_samples(reader, [k], [self._record_of(k)], 1)
+        if isinstance(x, _Failed):
+            raise x.error
+        return x
+
+    def _fast_samples(self, reader: _core.Reader, ks: List[int], recs: List[int], threads: int) -> list:
+        """The native run of the plan for a batch, in order: per sample its
+        output, or ``_Failed`` for what ``on_error`` covers (a damaged record,
+        bytes no decoder takes).  The random parameters are drawn sample by
+        sample, in order, after the sample's image size is known and before
+        the next sample's: the order torchvision draws them in."""
+        plan = self._plan[1]  # type: ignore[index]  # _fast_active() set it
+        dct = self.fast_transforms is True
+        prepared: List[Any]
+        try:
+            if len(recs) == 1:
+                prepared = [reader.read_prepare(recs[0])]
+            else:
+                prepared = list(reader.read_prepare_batch(recs, threads))
+        except _core.CorruptPackError as e:
+            if len(recs) == 1:
+                prepared = [_Failed(e)]
+            else:  # find which: record by record
+                prepared = []
+                for r in recs:
+                    try:
+                        prepared.append(reader.read_prepare(r))
+                    except _core.CorruptPackError as e2:
+                        prepared.append(_Failed(e2))
+        results: List[Any] = [None] * len(recs)
+        todo = []  # (i, prepared, NativeSpec, value, buffer)
+        for i, p in enumerate(prepared):
+            if isinstance(p, _Failed):
+                results[i] = p
+                continue
+            img = None
+            if p.kind == "pil":
+                try:
+                    img = self._pil_named(p.data, reader, recs[i])
+                except Exception as e:
+                    results[i] = _Failed(e)
+                    continue
+                p.set_pixels(np.asarray(img))
+            ops = plan.sample(p.width, p.height)
+            ns = _ft.native_spec(ops, dct)
+            if ns is None:  # not expressible natively: torchvision's own calls
+                if img is None:
+                    try:
+                        img = self._pil_named(p.data, reader, recs[i])
+                    except Exception as e:
+                        results[i] = _Failed(e)
+                        continue
+                results[i] = plan.apply_pil(img, ops)
+                continue
+            value, buf = _native_output(ns)
+            todo.append((i, p, ns, value, buf))
+        if todo:
+            status = _core.transform_batch(
+                [t[1] for t in todo], [t[2].spec for t in todo], [t[4] for t in todo], threads
+            )
+            for (i, p, ns, value, buf), st in zip(todo, status):
+                if st is not None:  # libjpeg warned: PIL decodes, as the exact path does
+                    try:
+                        img = self._pil_named(p.data, reader, recs[i])
+                    except Exception as e:
+                        results[i] = _Failed(e)
+                        continue
+                    p.set_pixels(np.asarray(img))
+                    _core.transform_batch([p], [ns.spec], [buf], 1)
+                results[i] = _native_value(ns, value)
+        return results
+
+    def _pil_named(self, raw: bytes, reader: _core.Reader, rec: int) -> Any:
+        """PIL's RGB image of ``raw``; a failure keeps its type and names the sample."""
+        try:
+            return pil_loader_from_bytes(raw)
+        except Exception as e:  # name the sample, keep the type
+            path = self._path_of_name(reader.name(rec))
+            try:
+                err = type(e)(f"{path}: {e}")
+            except Exception:
+                err = OSError(f"{path}: {e}")
+            raise err from e
 
     def _record_of(self, k: int) -> int:
         return k if self._indices is None else int(self._indices[k])
@@ -574,15 +765,7 @@ class MyImageFolder(_Base):
     def _finish(self, arr: Optional[np.ndarray], raw: Optional[bytes], reader: _core.Reader, rec: int) -> Any:
         if arr is None:
             assert raw is not None  # read_decode gives the bytes it could not decode
-            try:
-                img = pil_loader_from_bytes(raw)
-            except Exception as e:  # name the sample, keep the type
-                path = self._path_of_name(reader.name(rec))
-                try:
-                    err = type(e)(f"{path}: {e}")
-                except Exception:
-                    err = OSError(f"{path}: {e}")
-                raise err from e
+            img = self._pil_named(raw, reader, rec)
             if self.output == "pil":
                 return img
             arr = np.array(img)  # a writable copy (torch.from_numpy needs one)
@@ -598,12 +781,18 @@ class MyImageFolder(_Base):
         return _as_tv_image(t)
 
     def extra_repr(self) -> str:
-        return f"Pack: {self._pack.path}\nOutput: {self.output}"
+        text = f"Pack: {self._pack.path}\nOutput: {self.output}"
+        plan = self.fast_plan
+        if plan is not None:
+            mode = "exact" if self.fast_transforms == "exact" else "DCT scaling allowed"
+            text += f"\nFast transforms ({mode}): {plan.description}"
+        return text
 
     def __getstate__(self) -> dict:
         # Pickles to its path: the Pack's handle drops its open reader.
         state = self.__dict__.copy()
         state["_targets_array"] = None
+        state["_plan"] = None  # recomputed on first use
         del state["_count_lock"]
         if self._bad_counts is not None and multiprocessing.context.get_spawning_popen() is None:
             # The shared counters only travel to a process being spawned (a

@@ -52,7 +52,18 @@ if TYPE_CHECKING:
     import torch
     from PIL import Image
 
-__all__ = ["CropOp", "FastPlan", "NormalizeOp", "ResizeOp", "SampleOps", "plan_transform", "resolve_fill"]
+__all__ = [
+    "CropOp",
+    "FastPlan",
+    "NativeSpec",
+    "NormalizeOp",
+    "ResizeOp",
+    "SampleOps",
+    "native_spec",
+    "plan_transform",
+    "resolve_fill",
+    "run_tail",
+]
 
 # PIL resampling filters, as torchvision.transforms.functional.pil_modes_mapping
 # maps InterpolationMode to them.  Only these three are supported natively.
@@ -811,3 +822,105 @@ def _execute(img: Image.Image, ops: SampleOps) -> Any:
     if ops.normalize is not None:
         x = _normalize(x, ops.normalize)
     return x
+
+
+# --- the native executor's side ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NativeSpec:
+    """How one sample's :class:`SampleOps` run natively.
+
+    ``spec`` is the ``_core.TransformSpec`` (geometry, flip and the output
+    layout); ``output`` the layout it writes: "rgb" (HxWx3 bytes, made a PIL
+    image), "chw_u8" (a uint8 tensor) or "chw_f32" (a float32 tensor, divided
+    by 255 and normalised).  ``tail`` is what is left for torch afterwards
+    (SampleOps with no geometry: a tensor conversion the native output does
+    not cover, such as float64, or a Normalize it cannot express), None when
+    nothing is."""
+
+    spec: Any
+    output: str
+    tail: Optional[SampleOps]
+
+
+def _float32(values: Tuple[Union[int, float], ...]) -> Optional[Tuple[float, float, float]]:
+    """mean/std as torch converts them for a 3-channel float32 tensor, or
+    None when torch would broadcast differently or raise."""
+    import numpy as np
+
+    if len(values) not in (1, 3):
+        return None
+    v = [float(np.float32(x)) for x in values]
+    if len(v) == 1:
+        v = v * 3
+    return v[0], v[1], v[2]
+
+
+def native_spec(ops: SampleOps, dct_scaling: bool) -> Optional[NativeSpec]:
+    """The native form of ``ops`` for an RGB image, or None when even its
+    geometry cannot run natively (a padding fill torchvision would reject or
+    clip): then the caller runs :meth:`FastPlan.apply_pil` on PIL's image."""
+    from ufspack import _core
+
+    s = _core.TransformSpec()
+    s.in_width, s.in_height = ops.in_size
+    if ops.resize_before is not None:
+        r = ops.resize_before
+        s.set_resize_before(r.width, r.height, r.pil_filter)
+    if ops.crop is not None:
+        c = ops.crop
+        fill: Any = c.fill
+        if isinstance(fill, (int, float)):
+            fill = (fill,) * 3
+        if len(fill) != 3:
+            return None  # torchvision raises: let it
+        fill = tuple(int(x) for x in fill)
+        if not all(0 <= x <= 255 for x in fill):
+            return None
+        s.set_crop(c.pad, fill, c.box)
+    if ops.resize_after is not None:
+        r = ops.resize_after
+        s.set_resize_after(r.width, r.height, r.pil_filter)
+    s.hflip = ops.flip
+    s.dct_scaling = dct_scaling
+    geometry_only = SampleOps(ops.out_size, None, None, None, False, ops.out_size,
+                              ops.tensor, ops.convert, ops.normalize, ops.dtype)
+    if ops.tensor is None:
+        s.set_output("rgb")
+        return NativeSpec(s, "rgb", None)
+    import torch
+
+    # The float the tensor is in before Normalize, if float32.
+    if ops.tensor == "to_tensor":
+        floating = torch.get_default_dtype() == torch.float32 and ops.convert in (None, "float32")
+        as_u8 = False
+    else:  # pil_to_tensor
+        floating = ops.convert == "float32"
+        as_u8 = ops.convert in (None, "uint8")
+    if as_u8:
+        s.set_output("chw_u8")
+        return NativeSpec(s, "chw_u8", None)
+    if not floating:
+        s.set_output("rgb")
+        return NativeSpec(s, "rgb", geometry_only)
+    if ops.normalize is None:
+        s.set_output("chw_f32")
+        return NativeSpec(s, "chw_f32", None)
+    mean, std = _float32(ops.normalize.mean), _float32(ops.normalize.std)
+    if mean is None or std is None or 0.0 in std:
+        s.set_output("chw_f32")  # torch normalises (or raises) in Python
+        tail = SampleOps(ops.out_size, None, None, None, False, ops.out_size,
+                         None, None, ops.normalize, ops.dtype)
+        return NativeSpec(s, "chw_f32", tail)
+    s.set_output("chw_f32", mean, std)
+    return NativeSpec(s, "chw_f32", None)
+
+
+def run_tail(x: Any, tail: SampleOps) -> Any:
+    """The part of ``ops`` left to torch after the native output ``x`` (a PIL
+    image when ``tail.tensor`` is set, else a float tensor to normalise)."""
+    if tail.tensor is not None:
+        return _execute(x, tail)
+    assert tail.normalize is not None
+    return _normalize(x, tail.normalize)
