@@ -234,55 +234,105 @@ void ExpandPairs(Weights* w) {
 // and multiplied by the tap pair.  Integer arithmetic: exactly the same
 // results.  `end` bounds what may be read (the row's last pixel is read
 // with scalar code when 8 bytes from it would pass `end`).
-__attribute__((target("avx2"))) void HorizontalRowAvx2(const uint8_t* in,
-                                                      int x0, const Weights& w,
-                                                      const uint8_t* end,
-                                                      uint8_t* out) {
+constexpr int8_t kSpread[16] = {0,  1,  2,  -1, 3,  4,  5,  -1,
+                                 -1, -1, -1, -1, -1, -1, -1, -1};
+
+// Clip8 of four int32 sums (R G B x): an arithmetic shift, then saturation
+// to 0..255 (packus), as bytes R G B x.
+__attribute__((target("avx2"))) inline uint32_t Pack(__m128i sum) {
+  sum = _mm_srai_epi32(_mm_add_epi32(sum, _mm_set1_epi32(kHalf)),
+                       kPrecisionBits);
+  sum = _mm_packus_epi32(sum, sum);
+  sum = _mm_packus_epi16(sum, sum);
+  return static_cast<uint32_t>(_mm_cvtsi128_si32(sum));
+}
+
+__attribute__((target("avx2"))) inline __m128i Fold(__m256i acc) {
+  return _mm_add_epi32(_mm256_castsi256_si128(acc),
+                       _mm256_extracti128_si256(acc, 1));
+}
+
+// One output pixel's sums, two taps per step: 8 bytes (two RGB pixels and
+// two bytes more) widened to 8 int32 lanes (R G B 0 R G B 0) and multiplied
+// by the tap pair.  The taps past the last two-step that fits before `end`
+// are summed one by one.
+__attribute__((target("avx2"))) inline __m128i PixelSums(
+    const uint8_t* p, int n, const int32_t* e, const int32_t* k,
+    const uint8_t* end) {
+  const __m128i spread =
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(kSpread));
+  __m256i acc = _mm256_setzero_si256();
+  int x = 0;
+  for (; x < n && p + 3 * x + 8 <= end; x += 2) {
+    __m128i px = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 3 * x));
+    const __m256i v = _mm256_cvtepu8_epi32(_mm_shuffle_epi8(px, spread));
+    const __m256i kk =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e + x * 4));
+    acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(v, kk));
+  }
+  __m128i sum = Fold(acc);
+  if (x < n) {
+    alignas(16) int32_t s[4];
+    _mm_store_si128(reinterpret_cast<__m128i*>(s), sum);
+    for (; x < n; ++x) {
+      s[0] += p[3 * x + 0] * k[x];
+      s[1] += p[3 * x + 1] * k[x];
+      s[2] += p[3 * x + 2] * k[x];
+    }
+    sum = _mm_load_si128(reinterpret_cast<const __m128i*>(s));
+  }
+  return sum;
+}
+
+inline void StorePixel(uint8_t* out, int xx, int out_w, uint32_t rgbx) {
+  if (xx + 1 < out_w) {
+    std::memcpy(out + 3 * xx, &rgbx, 4);  // the 4th byte is overwritten next
+  } else {
+    out[3 * xx + 0] = static_cast<uint8_t>(rgbx);
+    out[3 * xx + 1] = static_cast<uint8_t>(rgbx >> 8);
+    out[3 * xx + 2] = static_cast<uint8_t>(rgbx >> 16);
+  }
+}
+
+// The same sums as HorizontalRowScalar (integer arithmetic: the same
+// results), for `rows` (1 or 2) rows `stride` bytes apart sharing the
+// weights.  An odd last tap reads one pixel more, with weight 0 (pairs are
+// zero-padded); `end` bounds what may be read.
+__attribute__((target("avx2"))) void HorizontalRowsAvx2(
+    const uint8_t* in, size_t stride, int rows, int x0, const Weights& w,
+    const uint8_t* end, uint8_t* out, size_t out_stride) {
   const int out_w = static_cast<int>(w.first.size());
   const int pairs = (w.taps + 1) / 2;
   const __m128i spread =
-      _mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-  const __m128i half = _mm_set1_epi32(kHalf);
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(kSpread));
   for (int xx = 0; xx < out_w; ++xx) {
     const uint8_t* p = in + static_cast<size_t>(w.first[xx] - x0) * 3;
     const int n = w.count[xx];
     const int32_t* e = &w.pairs[static_cast<size_t>(xx) * pairs * 8];
-    __m256i acc = _mm256_setzero_si256();
-    int x = 0;
-    // An odd last tap reads one pixel more, with weight 0 (pairs are
-    // zero-padded), when that stays within `end`.
-    for (; x < n && p + 3 * x + 8 <= end; x += 2) {
-      __m128i px = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 3 * x));
-      px = _mm_shuffle_epi8(px, spread);
-      const __m256i v = _mm256_cvtepu8_epi32(px);
-      const __m256i k =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e + x * 4));
-      acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(v, k));
-    }
-    __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(acc),
-                                _mm256_extracti128_si256(acc, 1));
-    if (x < n) {  // near `end`: the remaining taps one by one
-      alignas(16) int32_t s[4];
-      _mm_store_si128(reinterpret_cast<__m128i*>(s), sum);
-      const int32_t* k = &w.coeffs[static_cast<size_t>(xx) * w.taps];
-      for (; x < n; ++x) {
-        s[0] += p[3 * x + 0] * k[x];
-        s[1] += p[3 * x + 1] * k[x];
-        s[2] += p[3 * x + 2] * k[x];
+    const int32_t* k = &w.coeffs[static_cast<size_t>(xx) * w.taps];
+    const uint8_t* q = p + stride;
+    if (rows == 2 && q + 3 * ((n + 1) & ~1) + 2 <= end) {
+      __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
+      for (int x = 0; x < n; x += 2) {
+        const __m256i kk =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e + x * 4));
+        __m128i p0 =
+            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 3 * x));
+        __m128i p1 =
+            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + 3 * x));
+        const __m256i v0 = _mm256_cvtepu8_epi32(_mm_shuffle_epi8(p0, spread));
+        const __m256i v1 = _mm256_cvtepu8_epi32(_mm_shuffle_epi8(p1, spread));
+        a0 = _mm256_add_epi32(a0, _mm256_mullo_epi32(v0, kk));
+        a1 = _mm256_add_epi32(a1, _mm256_mullo_epi32(v1, kk));
       }
-      sum = _mm_load_si128(reinterpret_cast<const __m128i*>(s));
+      StorePixel(out, xx, out_w, Pack(Fold(a0)));
+      StorePixel(out + out_stride, xx, out_w, Pack(Fold(a1)));
+      continue;
     }
-    // Clip8: an arithmetic shift, then saturation to 0..255 (packus).
-    sum = _mm_srai_epi32(_mm_add_epi32(sum, half), kPrecisionBits);
-    sum = _mm_packus_epi32(sum, sum);
-    sum = _mm_packus_epi16(sum, sum);
-    const uint32_t rgbx = static_cast<uint32_t>(_mm_cvtsi128_si32(sum));
-    if (xx + 1 < out_w) {
-      std::memcpy(out + 3 * xx, &rgbx, 4);  // the 4th byte is overwritten next
-    } else {
-      out[3 * xx + 0] = static_cast<uint8_t>(rgbx);
-      out[3 * xx + 1] = static_cast<uint8_t>(rgbx >> 8);
-      out[3 * xx + 2] = static_cast<uint8_t>(rgbx >> 16);
+    StorePixel(out, xx, out_w, Pack(PixelSums(p, n, e, k, end)));
+    if (rows == 2) {
+      StorePixel(out + out_stride, xx, out_w,
+                 Pack(PixelSums(q, n, e, k, end)));
     }
   }
 }
@@ -292,10 +342,31 @@ __attribute__((target("avx2"))) void HorizontalRowAvx2(const uint8_t* in,
 void HorizontalRow(const uint8_t* in, int x0, const Weights& w,
                    const uint8_t* end, uint8_t* out) {
 #ifdef UFSPACK_RESIZE_AVX2
-  if (!w.pairs.empty()) return HorizontalRowAvx2(in, x0, w, end, out);
+  if (!w.pairs.empty()) {
+    return HorizontalRowsAvx2(in, 0, 1, x0, w, end, out, 0);
+  }
 #endif
   (void)end;
   HorizontalRowScalar(in, x0, w, out);
+}
+
+// Rows y0 .. y1 - 1 of `in` (`stride` apart) into `out` (`out_stride`
+// apart), two at a time where the AVX2 pass runs.
+void HorizontalRows(const uint8_t* in, size_t stride, int n_rows, int x0,
+                    const Weights& w, const uint8_t* end, uint8_t* out,
+                    size_t out_stride) {
+  int y = 0;
+#ifdef UFSPACK_RESIZE_AVX2
+  if (!w.pairs.empty()) {
+    for (; y + 1 < n_rows; y += 2) {
+      HorizontalRowsAvx2(in + y * stride, stride, 2, x0, w, end,
+                         out + y * out_stride, out_stride);
+    }
+  }
+#endif
+  for (; y < n_rows; ++y) {
+    HorizontalRow(in + y * stride, x0, w, end, out + y * out_stride);
+  }
 }
 
 // Window row `yy` of the vertical pass: `bytes` bytes per row from the rows
@@ -588,15 +659,14 @@ Status ResizePlan::Run(const uint8_t* region, int region_x, int region_y,
   // Rows [need_y0_, need_y1_) feed the vertical pass.
   const uint8_t* in = src(copy_x_ ? x0 : region_x, need_y0_);
   size_t in_stride = stride;
-  std::vector<uint8_t> tmp;
+  std::unique_ptr<uint8_t[]> tmp;
   if (!copy_x_) {
     in_stride = bytes;
-    tmp.resize(in_stride * (need_y1_ - need_y0_));
-    for (int y = need_y0_; y < need_y1_; ++y) {
-      HorizontalRow(src(region_x, y), region_x, *wx_, end,
-                    tmp.data() + (y - need_y0_) * in_stride);
-    }
-    in = tmp.data();
+    // Not zero-filled: every byte is written before it is read.
+    tmp.reset(new uint8_t[in_stride * (need_y1_ - need_y0_)]);
+    HorizontalRows(src(region_x, need_y0_), stride, need_y1_ - need_y0_,
+                   region_x, *wx_, end, tmp.get(), in_stride);
+    in = tmp.get();
   }
   std::vector<int32_t> acc(bytes);
   for (int y = 0; y < out_h; ++y) {
