@@ -43,6 +43,7 @@ global RNG like torchvision does.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass
@@ -327,6 +328,7 @@ class _RandomResizedCropStep(_Step):
         self.ratio = ratio
         self.interpolation = interpolation
         self.antialias = antialias
+        self._log_ratio: Optional[Tuple[Any, Any, Any]] = None
 
     def get_params(self, height: int, width: int) -> Tuple[int, int, int, int]:
         """RandomResizedCrop.get_params, call for call (same torch calls on the
@@ -336,11 +338,18 @@ class _RandomResizedCropStep(_Step):
         scale, ratio = self.scale, self.ratio
         area = height * width
 
-        log_ratio = torch.log(torch.tensor(ratio))
+        # torch.log(torch.tensor(ratio)) draws nothing: computed once per
+        # default dtype, as 0-d tensors (torchvision passes log_ratio[0] and
+        # log_ratio[1] to uniform_ so).
+        dtype = torch.get_default_dtype()
+        cached = self._log_ratio
+        if cached is None or cached[0] != dtype:
+            log_ratio = torch.log(torch.tensor(ratio))
+            cached = self._log_ratio = (dtype, log_ratio[0], log_ratio[1])
+        lr0, lr1 = cached[1], cached[2]
         for _ in range(10):
             target_area = area * torch.empty(1).uniform_(scale[0], scale[1]).item()
-            # log_ratio[0], log_ratio[1] are 0-d tensors: torchvision passes them so.
-            aspect_ratio = torch.exp(torch.empty(1).uniform_(log_ratio[0], log_ratio[1])).item()  # type: ignore[arg-type]
+            aspect_ratio = torch.exp(torch.empty(1).uniform_(lr0, lr1)).item()
 
             w = int(round(math.sqrt(target_area * aspect_ratio)))
             h = int(round(math.sqrt(target_area / aspect_ratio)))
@@ -844,6 +853,7 @@ class NativeSpec:
     tail: Optional[SampleOps]
 
 
+@functools.lru_cache(maxsize=64)
 def _float32(values: Tuple[Union[int, float], ...]) -> Optional[Tuple[float, float, float]]:
     """mean/std as torch converts them for a 3-channel float32 tensor, or
     None when torch would broadcast differently or raise."""
