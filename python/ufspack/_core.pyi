@@ -1,6 +1,6 @@
 """Type stub for the private C++ extension ufspack._core (python/bindings.cc)."""
 
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -25,6 +25,14 @@ class Reader:
     def read_decode_batch(
         self, indices: Sequence[int], threads: int = 4
     ) -> List[Tuple[Optional[np.ndarray], Optional[bytes]]]: ...
+    # (PIL image, None), (array, None) where the image new_image(width,
+    # height) made is not laid out as expected, or (None, bytes) for PIL.
+    def read_decode_pil(
+        self, i: int, new_image: Callable[[int, int], Any]
+    ) -> Tuple[Optional[Any], Optional[bytes]]: ...
+    def read_decode_pil_batch(
+        self, indices: Sequence[int], new_image: Callable[[int, int], Any], threads: int = 4
+    ) -> List[Tuple[Optional[Any], Optional[bytes]]]: ...
     def info(self) -> dict: ...
     def metadata(self, key: bytes) -> Optional[bytes]: ...
     def check_index(self) -> None: ...
