@@ -509,9 +509,180 @@ class PyReader {
     Check(s);
   }
 
+  const Reader& reader() const { return *reader_; }
+
  private:
   std::shared_ptr<const Reader> reader_;
 };
+
+// ---------------------------------------------------------------------------
+// Decoding straight into PIL images: read_decode_pil, read_decode_pil_batch
+// ---------------------------------------------------------------------------
+//
+// PIL holds an "RGB" image as rows of 4 bytes per pixel (R, G, B, X = 255).
+// Decoding into a new image's rows (RgbxDecoder) saves the HxWx3 array and
+// Image.fromarray's copy of it, which unpacks RGB to RGBX.  Three steps per
+// batch, the GIL released for the first and the last:
+//   1. read each record and RgbxDecoder::Prepare it (the size);
+//   2. with the GIL: new_image(width, height) makes each PIL image, and
+//      PilRgbRows finds its rows;
+//   3. RgbxDecoder::DecodeInto the rows.
+// The images are referenced from PilDecode::image until the results are
+// built, so none is freed while step 3 writes into it.
+
+// The leading fields of Pillow's struct ImagingMemoryInstance
+// (libImaging/Imaging.h; Pillow 9.4), up to linesize.  Only read after the
+// capsule's name says it is one, and trusted only as far as PilRgbRows
+// checks it.
+struct PilImagingHead {
+  char mode[7];  // IMAGING_MODE_LENGTH
+  int type;
+  int depth;
+  int bands;
+  int xsize;
+  int ysize;
+  void* palette;
+  uint8_t** image8;
+  int32_t** image32;
+  char** image;  // the row pointers
+  char* block;
+  void* blocks;
+  int pixelsize;
+  int linesize;
+};
+
+// The rows of `image`, which new_image(width, height) returned, into *rows.
+// Pillow's memory layout is not an API, so the rows are used only if the
+// image is exactly what this code writes: mode "RGB" with 3 bands, the
+// size asked for, 4 bytes a pixel, rows of width * 4 bytes, the 32-bit row
+// table and no 8-bit one, and (Pillow < 11, where ImagingCore.unsafe_ptrs
+// is not deprecated) the same row table as unsafe_ptrs reports.  Anything
+// else, a missing attribute included, returns false: the caller then takes
+// the array path (DecodeRgb and Image.fromarray).  REQUIRES: GIL held.
+bool PilRgbRows(const py::object& image, int width, int height,
+                std::vector<uint8_t*>* rows) {
+  static constexpr const char* kCapsule = "PIL Imaging";  // IMAGING_MAGIC
+  try {
+    const bool has_getim = py::hasattr(image, "getim");  // Pillow >= 11
+    py::object core = image.attr("im");
+    py::object capsule = has_getim ? image.attr("getim")() : core.attr("ptr");
+    if (!PyCapsule_IsValid(capsule.ptr(), kCapsule)) return false;
+    const auto* head = static_cast<const PilImagingHead*>(
+        PyCapsule_GetPointer(capsule.ptr(), kCapsule));
+    if (head == nullptr || head->mode[0] != 'R' || head->mode[1] != 'G' ||
+        head->mode[2] != 'B' || head->mode[3] != '\0' || head->bands != 3 ||
+        head->xsize != width || head->ysize != height || head->pixelsize != 4 ||
+        head->linesize != width * 4 || head->image8 != nullptr ||
+        head->image == nullptr ||
+        reinterpret_cast<void*>(head->image32) !=
+            reinterpret_cast<void*>(head->image)) {
+      return false;
+    }
+    if (!has_getim) {
+      const py::dict ptrs(core.attr("unsafe_ptrs"));
+      if (ptrs["image"].cast<uintptr_t>() !=
+              reinterpret_cast<uintptr_t>(head->image) ||
+          ptrs["image32"].cast<uintptr_t>() !=
+              reinterpret_cast<uintptr_t>(head->image32) ||
+          ptrs["image8"].cast<uintptr_t>() != 0) {
+        return false;
+      }
+    }
+    rows->resize(static_cast<size_t>(height));
+    for (int y = 0; y < height; ++y) {
+      (*rows)[y] = reinterpret_cast<uint8_t*>(head->image[y]);
+      if ((*rows)[y] == nullptr) return false;
+    }
+    return true;
+  } catch (const py::error_already_set&) {  // fetched, so cleared
+    return false;
+  } catch (const py::cast_error&) {
+    return false;
+  }
+}
+
+// One record through the three steps.
+struct PilDecode {
+  Status status;      // reading the record
+  std::string bytes;  // the record
+  RgbxDecoder decoder;
+  Status prepared;             // Prepare's
+  py::object image;            // step 2's image; touched only with the GIL
+  std::vector<uint8_t*> rows;  // its rows, or empty: use `array`
+  Status decoded;              // DecodeInto's, or DecodeRgb's into `array`
+  RgbImage array;
+};
+
+// Reads record `i` into *out (one pread; a zstd record grown as its frame
+// produces bytes, see Reader::Read).
+Status ReadRecordBytes(const Reader& reader, uint64_t i, std::string* out) {
+  Record rec;
+  UFSPACK_RETURN_IF_ERROR(reader.GetRecord(i, &rec));
+  if (rec.codec == Codec::kZstd) return reader.Read(rec, out);
+  out->resize(rec.original_length);
+  return reader.Read(rec, out->data(), out->size());
+}
+
+// Reads and decodes `indices` into PIL images made by new_image(width,
+// height): a list of (image, None); (array, None) where the image's layout
+// was not the expected one; (None, bytes) where PIL must decode (as
+// read_decode_batch).  Raises the first read error, in order.
+py::list ReadDecodePilBatch(const PyReader& self,
+                            const std::vector<uint64_t>& indices,
+                            const py::function& new_image, int threads) {
+  const Reader& reader = self.reader();
+  const size_t n = indices.size();
+  std::vector<PilDecode> items(n);
+  {
+    py::gil_scoped_release nogil;
+    ParallelFor(n, threads, [&](size_t k) {
+      PilDecode& d = items[k];
+      d.status = ReadRecordBytes(reader, indices[k], &d.bytes);
+      if (d.status.ok()) {
+        d.prepared = d.decoder.Prepare(d.bytes.data(), d.bytes.size());
+      }
+    });
+  }
+  for (PilDecode& d : items) {
+    if (!d.status.ok() || !d.prepared.ok()) continue;
+    const int w = d.decoder.width(), h = d.decoder.height();
+    d.image = new_image(w, h);
+    if (!PilRgbRows(d.image, w, h, &d.rows)) {
+      d.image = py::object();
+      d.rows.clear();
+    }
+  }
+  {
+    py::gil_scoped_release nogil;
+    ParallelFor(n, threads, [&](size_t k) {
+      PilDecode& d = items[k];
+      if (!d.status.ok() || !d.prepared.ok()) return;
+      d.decoded = d.rows.empty()
+                      ? DecodeRgb(d.bytes.data(), d.bytes.size(), &d.array)
+                      : d.decoder.DecodeInto(d.rows.data());
+    });
+  }
+  py::list out(n);
+  for (size_t k = 0; k < n; ++k) {
+    PilDecode& d = items[k];
+    if (!d.status.ok()) Raise(d.status);
+    py::tuple t;
+    if (d.prepared.ok() && d.decoded.ok()) {
+      t = d.rows.empty() ? py::make_tuple(ToArray(&d.array), py::none())
+                         : py::make_tuple(d.image, py::none());
+    } else {  // NotSupported, or an error PIL reports its own way
+      t = py::make_tuple(py::none(), py::bytes(d.bytes));
+    }
+    PyList_SET_ITEM(out.ptr(), static_cast<py::ssize_t>(k), t.release().ptr());
+  }
+  return out;
+}
+
+py::tuple ReadDecodePil(const PyReader& self, uint64_t i,
+                        const py::function& new_image) {
+  py::list one = ReadDecodePilBatch(self, {i}, new_image, 1);
+  return one[0].cast<py::tuple>();
+}
 
 py::dict Build(const py::bytes& src, const py::bytes& dst, int threads,
                const std::string& compress, int level,
@@ -612,6 +783,10 @@ PYBIND11_MODULE(_core, m) {
       .def("read_prepare", &PyReader::ReadPrepare, py::arg("i"))
       .def("read_prepare_batch", &PyReader::ReadPrepareBatch,
            py::arg("indices"), py::arg("threads") = 4)
+      .def("read_decode_pil", &ReadDecodePil, py::arg("i"),
+           py::arg("new_image"))
+      .def("read_decode_pil_batch", &ReadDecodePilBatch, py::arg("indices"),
+           py::arg("new_image"), py::arg("threads") = 4)
       .def("info", &PyReader::Info)
       .def("metadata", &PyReader::Metadata, py::arg("key"))
       .def("check_index", &PyReader::CheckIndex);

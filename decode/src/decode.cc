@@ -32,13 +32,16 @@
 #include <turbojpeg.h>
 #include <zlib.h>
 
+#include <cstdint>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ufspack/coding.h"
@@ -122,53 +125,84 @@ TjDecompressor& ThreadTurboJpeg() {
   return d;
 }
 
-// `fallback`: report decoder errors as NotSupported (PIL decides what such
-// files give) rather than Corruption.
-Status DecodeJpeg(const void* data, size_t size, uint64_t max_pixels,
-                  bool fallback, RgbImage* out) {
-  TjDecompressor& decompressor = ThreadTurboJpeg();
+// Turns the failure of a TurboJPEG call into a Status.  `fallback`: report
+// decoder errors as NotSupported (PIL decides what such files give) rather
+// than Corruption.
+Status JpegFailure(TjDecompressor& decompressor, const char* step,
+                   bool fallback) {
   tjhandle tj = decompressor.handle;
-  if (tj == nullptr) {
+  bool warning = tjGetErrorCode(tj) == TJERR_WARNING;
+  std::string msg = std::string("JPEG: ") + step +
+                    (warning ? " warning" : " error") + ": " +
+                    tjGetErrorStr2(tj);
+  // libjpeg-turbo 2.1 leaves the decompressor unusable after some errors
+  // (the next header read fails with "Unsupported marker"): start afresh.
+  decompressor.Reset();
+  if (warning || fallback) {
+    return Status::NotSupported(msg +
+                                " (corrupt or truncated data: PIL decides)");
+  }
+  return Status::Corruption(msg);
+}
+
+// This thread's decompressor, or IOError.
+Status JpegDecompressor(tjhandle* tj) {
+  *tj = ThreadTurboJpeg().handle;
+  if (*tj == nullptr) {
     return Status::IOError(std::string("JPEG: tjInitDecompress failed: ") +
                            tjGetErrorStr2(nullptr));
   }
+  return Status::OK();
+}
+
+// Reads the header: the size, and NotSupported for what needs PIL.
+Status JpegHeader(const void* data, size_t size, uint64_t max_pixels,
+                  bool fallback, int* width, int* height) {
+  tjhandle tj;
+  UFSPACK_RETURN_IF_ERROR(JpegDecompressor(&tj));
   static_assert(sizeof(unsigned long) >= sizeof(size_t), "jpegSize");
-  const auto* buf = static_cast<const unsigned char*>(data);
-  const auto len = static_cast<unsigned long>(size);
-  auto failure = [&](const char* step) {
-    bool warning = tjGetErrorCode(tj) == TJERR_WARNING;
-    std::string msg = std::string("JPEG: ") + step +
-                      (warning ? " warning" : " error") + ": " +
-                      tjGetErrorStr2(tj);
-    // libjpeg-turbo 2.1 leaves the decompressor unusable after some errors
-    // (the next header read fails with "Unsupported marker"): start afresh.
-    decompressor.Reset();
-    if (warning || fallback) {
-      return Status::NotSupported(msg +
-                                  " (corrupt or truncated data: PIL decides)");
-    }
-    return Status::Corruption(msg);
-  };
-  int width = 0, height = 0, subsamp = 0, colorspace = 0;
-  if (tjDecompressHeader3(tj, buf, len, &width, &height, &subsamp,
-                          &colorspace) != 0) {
-    return failure("header");
+  int subsamp = 0, colorspace = 0;
+  if (tjDecompressHeader3(tj, static_cast<const unsigned char*>(data),
+                          static_cast<unsigned long>(size), width, height,
+                          &subsamp, &colorspace) != 0) {
+    return JpegFailure(ThreadTurboJpeg(), "header", fallback);
   }
   if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
     return Status::NotSupported(std::string("JPEG: ") +
                                 (colorspace == TJCS_CMYK ? "CMYK" : "YCCK") +
                                 " color space needs PIL");
   }
-  UFSPACK_RETURN_IF_ERROR(CheckDims("JPEG", static_cast<uint64_t>(width),
-                                    static_cast<uint64_t>(height), max_pixels));
-  Allocate(width, height, out);
+  return CheckDims("JPEG", static_cast<uint64_t>(*width),
+                   static_cast<uint64_t>(*height), max_pixels);
+}
+
+// Decompresses a JPEG whose header gave `width` x `height` into `dst`, rows
+// `pitch` bytes apart, as `pixel_format` (TJPF_RGB or TJPF_RGBX; RGBX's X
+// is 0xFF, TurboJPEG's documented guarantee).
+Status JpegDecompress(const void* data, size_t size, int width, int height,
+                      uint8_t* dst, int pitch, int pixel_format,
+                      bool fallback) {
+  tjhandle tj;
+  UFSPACK_RETURN_IF_ERROR(JpegDecompressor(&tj));
   // flags 0: ISLOW DCT, fancy upsampling, top-down: what PIL asks libjpeg.
-  if (tjDecompress2(tj, buf, len, out->pixels.get(), width, 0, height, TJPF_RGB,
-                    0) != 0) {
-    *out = RgbImage();
-    return failure("decode");
+  if (tjDecompress2(tj, static_cast<const unsigned char*>(data),
+                    static_cast<unsigned long>(size), dst, width, pitch, height,
+                    pixel_format, 0) != 0) {
+    return JpegFailure(ThreadTurboJpeg(), "decode", fallback);
   }
   return Status::OK();
+}
+
+Status DecodeJpeg(const void* data, size_t size, uint64_t max_pixels,
+                  bool fallback, RgbImage* out) {
+  int width = 0, height = 0;
+  UFSPACK_RETURN_IF_ERROR(
+      JpegHeader(data, size, max_pixels, fallback, &width, &height));
+  Allocate(width, height, out);
+  Status s = JpegDecompress(data, size, width, height, out->pixels.get(),
+                            width * 3, TJPF_RGB, fallback);
+  if (!s.ok()) *out = RgbImage();
+  return s;
 }
 
 // ---------------------------------------------------------------------------
@@ -215,11 +249,12 @@ void InitOpenCvOnce() {
   });
 }
 
-// Decodes with imdecode(IMREAD_UNCHANGED) and converts to RGB into the
-// output buffer.  `expect_w`/`expect_h` (from the header, or 0) must match.
-Status DecodeOpenCv(const char* format, const void* data, size_t size,
-                    int expect_w, int expect_h, uint64_t max_pixels,
-                    bool fallback, RgbImage* out) {
+// Decodes with imdecode(IMREAD_UNCHANGED) into *img: 8-bit samples, 1, 3
+// (BGR) or 4 (BGRA) channels.  `expect_w`/`expect_h` (from the header, or
+// 0) must match.
+Status ImdecodeChecked(const char* format, const void* data, size_t size,
+                       int expect_w, int expect_h, uint64_t max_pixels,
+                       bool fallback, cv::Mat* img) {
   if (size > static_cast<size_t>(INT32_MAX)) {
     return Status::NotSupported(std::string(format) +
                                 ": input too large for OpenCV");
@@ -231,42 +266,44 @@ Status DecodeOpenCv(const char* format, const void* data, size_t size,
     // Not the imdecode(buf, flags, Mat* dst) overload with a reused
     // scratch Mat: on failure OpenCV 4.6 returns *dst untouched, i.e. the
     // previous image.
-    cv::Mat img = cv::imdecode(buf, cv::IMREAD_UNCHANGED);
-    if (img.empty()) {
-      std::string msg = std::string(format) + ": OpenCV could not decode it";
-      return fallback ? Status::NotSupported(msg + " (PIL decides)")
-                      : Status::Corruption(msg);
-    }
-    if (img.depth() != CV_8U || img.dims != 2) {
-      return Status::NotSupported(std::string(format) + ": " +
-                                  std::to_string(img.elemSize1() * 8) +
-                                  "-bit samples need PIL");
-    }
-    if ((expect_w != 0 && img.cols != expect_w) ||
-        (expect_h != 0 && img.rows != expect_h)) {
-      return Status::NotSupported(std::string(format) + ": OpenCV decoded " +
-                                  Dims(img.cols, img.rows) + ", header says " +
-                                  Dims(expect_w, expect_h));
-    }
-    int code;
-    switch (img.channels()) {
-      case 1:
-        code = cv::COLOR_GRAY2RGB;
-        break;
-      case 3:
-        code = cv::COLOR_BGR2RGB;
-        break;
-      case 4:
-        code = cv::COLOR_BGRA2RGB;
-        break;
-      default:
-        return Status::NotSupported(std::string(format) + ": " +
-                                    std::to_string(img.channels()) +
-                                    " channels need PIL");
-    }
-    UFSPACK_RETURN_IF_ERROR(CheckDims(format, static_cast<uint64_t>(img.cols),
-                                      static_cast<uint64_t>(img.rows),
-                                      max_pixels));
+    *img = cv::imdecode(buf, cv::IMREAD_UNCHANGED);
+  } catch (const std::exception& e) {
+    *img = cv::Mat();
+    return Status::NotSupported(std::string(format) + ": OpenCV: " + e.what());
+  }
+  if (img->empty()) {
+    std::string msg = std::string(format) + ": OpenCV could not decode it";
+    return fallback ? Status::NotSupported(msg + " (PIL decides)")
+                    : Status::Corruption(msg);
+  }
+  if (img->depth() != CV_8U || img->dims != 2) {
+    return Status::NotSupported(std::string(format) + ": " +
+                                std::to_string(img->elemSize1() * 8) +
+                                "-bit samples need PIL");
+  }
+  if ((expect_w != 0 && img->cols != expect_w) ||
+      (expect_h != 0 && img->rows != expect_h)) {
+    return Status::NotSupported(std::string(format) + ": OpenCV decoded " +
+                                Dims(img->cols, img->rows) + ", header says " +
+                                Dims(expect_w, expect_h));
+  }
+  const int channels = img->channels();
+  if (channels != 1 && channels != 3 && channels != 4) {
+    return Status::NotSupported(std::string(format) + ": " +
+                                std::to_string(channels) +
+                                " channels need PIL");
+  }
+  return CheckDims(format, static_cast<uint64_t>(img->cols),
+                   static_cast<uint64_t>(img->rows), max_pixels);
+}
+
+// An ImdecodeChecked image to RGB in a new buffer: gray is replicated,
+// alpha dropped, BGR reordered.
+Status MatToRgb(const char* format, const cv::Mat& img, RgbImage* out) {
+  const int code = img.channels() == 1   ? cv::COLOR_GRAY2RGB
+                   : img.channels() == 3 ? cv::COLOR_BGR2RGB
+                                         : cv::COLOR_BGRA2RGB;
+  try {
     Allocate(img.cols, img.rows, out);
     cv::Mat dst(img.rows, img.cols, CV_8UC3, out->pixels.get());
     cv::cvtColor(img, dst, code);
@@ -280,6 +317,49 @@ Status DecodeOpenCv(const char* format, const void* data, size_t size,
     return Status::NotSupported(std::string(format) + ": OpenCV: " + e.what());
   }
   return Status::OK();
+}
+
+// The same conversion into rows of RGBX (X = 255, as PIL's unpackers set
+// it).  Plain loops: cvtColor's RGBA targets would copy a source alpha.
+void MatToRgbx(const cv::Mat& img, uint8_t* const* rows) {
+  const int w = img.cols;
+  for (int y = 0; y < img.rows; ++y) {
+    const uint8_t* s = img.ptr<uint8_t>(y);
+    uint8_t* d = rows[y];
+    switch (img.channels()) {
+      case 1:
+        for (int x = 0; x < w; ++x, d += 4) {
+          d[0] = d[1] = d[2] = s[x];
+          d[3] = 255;
+        }
+        break;
+      case 3:
+        for (int x = 0; x < w; ++x, s += 3, d += 4) {
+          d[0] = s[2];
+          d[1] = s[1];
+          d[2] = s[0];
+          d[3] = 255;
+        }
+        break;
+      default:  // 4: BGRA, alpha dropped
+        for (int x = 0; x < w; ++x, s += 4, d += 4) {
+          d[0] = s[2];
+          d[1] = s[1];
+          d[2] = s[0];
+          d[3] = 255;
+        }
+        break;
+    }
+  }
+}
+
+Status DecodeOpenCv(const char* format, const void* data, size_t size,
+                    int expect_w, int expect_h, uint64_t max_pixels,
+                    bool fallback, RgbImage* out) {
+  cv::Mat img;
+  UFSPACK_RETURN_IF_ERROR(ImdecodeChecked(
+      format, data, size, expect_w, expect_h, max_pixels, fallback, &img));
+  return MatToRgb(format, img, out);
 }
 
 // PNG: checks IHDR, CRCs of the chunks before IDAT, the trailing IEND, and
@@ -579,42 +659,137 @@ const char* ImageFormatName(ImageFormat format) {
   return "unknown";
 }
 
-Status DecodeRgb(const void* data, size_t size, RgbImage* out,
-                 uint64_t max_pixels) {
-  *out = RgbImage();
-  ImageFormat format = SniffImageFormat(data, size);
+namespace {
+
+// The fast path for every format but JPEG: the format's header checks, then
+// ImdecodeChecked.  NotSupported for formats without a fast decoder.
+Status DecodeWithOpenCv(ImageFormat format, const void* data, size_t size,
+                        uint64_t max_pixels, cv::Mat* img) {
   const auto* p = static_cast<const uint8_t*>(data);
+  const uint8_t* from = p;
+  size_t from_size = size;
   int w = 0, h = 0;
   switch (format) {
-    case ImageFormat::kJpeg:
-      return DecodeJpeg(data, size, max_pixels, /*fallback=*/true, out);
-    case ImageFormat::kPng: {
-      const uint8_t* from;
-      size_t from_size;
+    case ImageFormat::kPng:
       UFSPACK_RETURN_IF_ERROR(
           ProbePng(p, size, max_pixels, &w, &h, &from, &from_size));
-      return DecodeOpenCv("PNG", from, from_size, w, h, max_pixels, true, out);
-    }
-    case ImageFormat::kBmp: {
-      const uint8_t* from;
-      size_t from_size;
+      break;
+    case ImageFormat::kBmp:
       UFSPACK_RETURN_IF_ERROR(
           ProbeBmp(p, size, max_pixels, &w, &h, &from, &from_size));
-      return DecodeOpenCv("BMP", from, from_size, w, h, max_pixels, true, out);
-    }
+      break;
     case ImageFormat::kPnm:
       UFSPACK_RETURN_IF_ERROR(ProbePnm(p, size, max_pixels, &w, &h));
-      return DecodeOpenCv("PNM", data, size, w, h, max_pixels, true, out);
+      break;
+    case ImageFormat::kJpeg:  // not here: TurboJPEG
     case ImageFormat::kTiff:
     case ImageFormat::kWebp:
     case ImageFormat::kGif:
       return Status::NotSupported(std::string(ImageFormatName(format)) +
                                   ": no fast decoder, needs PIL");
     case ImageFormat::kUnknown:
-      break;
+      return Status::NotSupported("unrecognised image format (" +
+                                  std::to_string(size) + " bytes): needs PIL");
   }
-  return Status::NotSupported("unrecognised image format (" +
-                              std::to_string(size) + " bytes): needs PIL");
+  return ImdecodeChecked(ImageFormatName(format), from, from_size, w, h,
+                         max_pixels, /*fallback=*/true, img);
+}
+
+}  // namespace
+
+Status DecodeRgb(const void* data, size_t size, RgbImage* out,
+                 uint64_t max_pixels) {
+  *out = RgbImage();
+  ImageFormat format = SniffImageFormat(data, size);
+  if (format == ImageFormat::kJpeg) {
+    return DecodeJpeg(data, size, max_pixels, /*fallback=*/true, out);
+  }
+  cv::Mat img;
+  UFSPACK_RETURN_IF_ERROR(
+      DecodeWithOpenCv(format, data, size, max_pixels, &img));
+  return MatToRgb(ImageFormatName(format), img, out);
+}
+
+// ---------------------------------------------------------------------------
+// RgbxDecoder
+// ---------------------------------------------------------------------------
+
+struct RgbxDecoder::Decoded {
+  cv::Mat image;  // ImdecodeChecked's
+};
+
+RgbxDecoder::RgbxDecoder() = default;
+RgbxDecoder::~RgbxDecoder() = default;
+RgbxDecoder::RgbxDecoder(RgbxDecoder&&) noexcept = default;
+RgbxDecoder& RgbxDecoder::operator=(RgbxDecoder&&) noexcept = default;
+
+Status RgbxDecoder::Prepare(const void* data, size_t size,
+                            uint64_t max_pixels) {
+  data_ = data;
+  size_ = size;
+  width_ = height_ = 0;
+  decoded_.reset();
+  const ImageFormat format = SniffImageFormat(data, size);
+  int w = 0, h = 0;
+  if (format == ImageFormat::kJpeg) {
+    UFSPACK_RETURN_IF_ERROR(
+        JpegHeader(data, size, max_pixels, /*fallback=*/true, &w, &h));
+  } else {
+    auto decoded = std::make_unique<Decoded>();
+    UFSPACK_RETURN_IF_ERROR(
+        DecodeWithOpenCv(format, data, size, max_pixels, &decoded->image));
+    w = decoded->image.cols;
+    h = decoded->image.rows;
+    decoded_ = std::move(decoded);
+  }
+  // TurboJPEG takes the row pitch as an int; only a max_pixels raised over
+  // PIL's default lets a row come near that.
+  if (uint64_t{static_cast<uint32_t>(w)} * 4 > INT32_MAX) {
+    decoded_.reset();
+    return Status::NotSupported(std::string(ImageFormatName(format)) +
+                                ": a row of " + std::to_string(w) +
+                                " RGBX pixels is over 2 GiB");
+  }
+  width_ = w;
+  height_ = h;
+  return Status::OK();
+}
+
+Status RgbxDecoder::DecodeInto(uint8_t* const* rows) {
+  if (width_ == 0) {
+    return Status::InvalidArgument(
+        "RgbxDecoder::DecodeInto without a successful Prepare");
+  }
+  if (decoded_ != nullptr) {
+    MatToRgbx(decoded_->image, rows);
+    decoded_.reset();
+    return Status::OK();
+  }
+  const size_t row_bytes = static_cast<size_t>(width_) * 4;
+  // Evenly spaced rows (one block of memory, as PIL allocates all but huge
+  // images): TurboJPEG writes them in place.  Unsigned arithmetic: rows
+  // out of order give a huge pitch, not undefined behaviour.
+  const uintptr_t first = reinterpret_cast<uintptr_t>(rows[0]);
+  const uintptr_t pitch =
+      height_ > 1 ? reinterpret_cast<uintptr_t>(rows[1]) - first : row_bytes;
+  bool even = pitch >= row_bytes && pitch <= INT32_MAX;
+  for (int y = 2; even && y < height_; ++y) {
+    even = reinterpret_cast<uintptr_t>(rows[y]) ==
+           first + static_cast<uintptr_t>(y) * pitch;
+  }
+  if (even) {
+    return JpegDecompress(data_, size_, width_, height_, rows[0],
+                          static_cast<int>(pitch), TJPF_RGBX,
+                          /*fallback=*/true);
+  }
+  std::unique_ptr<uint8_t[]> scratch(new uint8_t[row_bytes * height_]);
+  UFSPACK_RETURN_IF_ERROR(JpegDecompress(
+      data_, size_, width_, height_, scratch.get(), static_cast<int>(row_bytes),
+      TJPF_RGBX, /*fallback=*/true));
+  for (int y = 0; y < height_; ++y) {
+    std::memcpy(rows[y], scratch.get() + row_bytes * y, row_bytes);
+  }
+  return Status::OK();
 }
 
 Status DecodeRgbTurboJpeg(const void* data, size_t size, RgbImage* out) {

@@ -968,6 +968,179 @@ TEST_F(DecodeParityTest, ConcurrentDecodes) {
 }
 
 // ---------------------------------------------------------------------------
+// RgbxDecoder (decoding into caller-provided RGBX rows)
+// ---------------------------------------------------------------------------
+
+struct RgbxResult {
+  Status status;
+  int width = 0;
+  int height = 0;
+  std::string rgb;  // the R, G, B bytes of every pixel, as RgbImage holds them
+};
+
+// Decodes `data` with RgbxDecoder into rows `pad` bytes apart beyond
+// width * 4, in one buffer top to bottom or, `scattered`, bottom to top (not
+// evenly spaced: DecodeInto's scratch-buffer path).  Checks every X byte is
+// 255 and the bytes between rows are untouched.
+RgbxResult DecodeRgbxForTest(const std::string& data, size_t pad,
+                             bool scattered) {
+  RgbxResult r;
+  RgbxDecoder d;
+  r.status = d.Prepare(data.data(), data.size());
+  if (!r.status.ok()) {
+    EXPECT_EQ(d.width(), 0);
+    return r;
+  }
+  r.width = d.width();
+  r.height = d.height();
+  EXPECT_GT(r.width, 0);
+  EXPECT_GT(r.height, 0);
+  const size_t w = static_cast<size_t>(r.width),
+               h = static_cast<size_t>(r.height);
+  const size_t pitch = w * 4 + pad;
+  constexpr uint8_t kCanary = 0xab;
+  std::vector<uint8_t> buf(pitch * h, kCanary);
+  std::vector<uint8_t*> rows(h);
+  for (size_t y = 0; y < h; ++y) {
+    rows[y] = buf.data() + pitch * (scattered ? h - 1 - y : y);
+  }
+  r.status = d.DecodeInto(rows.data());
+  if (!r.status.ok()) return r;
+  r.rgb.resize(w * h * 3);
+  int bad_x = 0, bad_pad = 0;
+  for (size_t y = 0; y < h; ++y) {
+    const uint8_t* row = rows[y];
+    for (size_t x = 0; x < w; ++x) {
+      std::memcpy(&r.rgb[(y * w + x) * 3], row + 4 * x, 3);
+      bad_x += row[4 * x + 3] != 255;
+    }
+    for (size_t i = w * 4; i < pitch; ++i) bad_pad += row[i] != kCanary;
+  }
+  EXPECT_EQ(bad_x, 0) << "X bytes other than 255";
+  EXPECT_EQ(bad_pad, 0) << "bytes written between rows";
+  return r;
+}
+
+std::string RgbBytes(const RgbImage& img) {
+  return std::string(reinterpret_cast<const char*>(img.pixels.get()),
+                     img.size());
+}
+
+TEST(RgbxDecoderTest, PpmAndBmpMatchDecodeRgb) {
+  for (const std::string& data : {Ppm(7, 5, 1), Ppm(1, 1, 2), Bmp24(9, 4, 3)}) {
+    RgbImage ref;
+    ASSERT_TRUE(DecodeRgb(data.data(), data.size(), &ref).ok());
+    for (bool scattered : {false, true}) {
+      RgbxResult x = DecodeRgbxForTest(data, 8, scattered);
+      ASSERT_TRUE(x.status.ok()) << x.status.ToString();
+      EXPECT_EQ(x.width, ref.width);
+      EXPECT_EQ(x.height, ref.height);
+      EXPECT_EQ(x.rgb, RgbBytes(ref)) << "scattered " << scattered;
+    }
+  }
+}
+
+TEST(RgbxDecoderTest, RefusesWhatDecodeRgbRefuses) {
+  for (const std::string& data :
+       {std::string("II*\0garbage", 11), std::string("hello, world"),
+        std::string("\xff\xd8\xff\xe0 not really", 16), std::string()}) {
+    RgbImage ref;
+    Status want = DecodeRgb(data.data(), data.size(), &ref);
+    ASSERT_FALSE(want.ok());
+    RgbxDecoder d;
+    Status got = d.Prepare(data.data(), data.size());
+    EXPECT_EQ(got.code(), want.code()) << got.ToString();
+    EXPECT_EQ(d.width(), 0);
+    EXPECT_EQ(d.height(), 0);
+  }
+  // Over max_pixels: InvalidArgument, as DecodeRgb.
+  const std::string ppm = Ppm(10, 10, 4);
+  RgbxDecoder d;
+  EXPECT_TRUE(d.Prepare(ppm.data(), ppm.size(), 99).IsInvalidArgument());
+}
+
+TEST(RgbxDecoderTest, DecodeIntoWithoutPrepareIsAnError) {
+  RgbxDecoder d;
+  uint8_t row[4];
+  uint8_t* rows[1] = {row};
+  EXPECT_TRUE(d.DecodeInto(rows).IsInvalidArgument());
+}
+
+TEST_F(DecodeParityTest, RgbxMatchesDecodeRgbOnEveryCase) {
+  int fast = 0;
+  for (const Case& c : *cases_) {
+    SCOPED_TRACE(c.name);
+    RgbImage ref;
+    Status want = DecodeRgb(c.data.data(), c.data.size(), &ref);
+    RgbxResult x = DecodeRgbxForTest(c.data, 12, /*scattered=*/false);
+    ASSERT_EQ(x.status.code(), want.code())
+        << "RgbxDecoder: " << x.status.ToString()
+        << "; DecodeRgb: " << want.ToString();
+    if (!want.ok()) continue;
+    ++fast;
+    EXPECT_EQ(x.width, ref.width);
+    EXPECT_EQ(x.height, ref.height);
+    EXPECT_EQ(x.rgb, RgbBytes(ref));
+    EXPECT_EQ(x.rgb, c.rgb);  // PIL's
+  }
+  EXPECT_GT(fast, 40);
+}
+
+TEST_F(DecodeParityTest, RgbxScatteredRowsMatchPil) {
+  for (const char* name :
+       {"jpeg_q50_ss0", "jpeg_q95_ss2", "jpeg_progressive", "jpeg_gray",
+        "png_rgba", "png_la", "png_p", "bmp24", "pgm_p5"}) {
+    SCOPED_TRACE(name);
+    const Case& c = Get(name);
+    RgbxResult x = DecodeRgbxForTest(c.data, 0, /*scattered=*/true);
+    ASSERT_TRUE(x.status.ok()) << x.status.ToString();
+    EXPECT_GT(x.height, 1);
+    EXPECT_EQ(x.rgb, c.rgb);
+  }
+}
+
+// The two steps on different threads, many decoders at once.
+TEST_F(DecodeParityTest, RgbxStepsOnDifferentThreads) {
+  std::vector<const Case*> fast;
+  for (const Case& c : *cases_) {
+    if (c.expect == "fast") fast.push_back(&c);
+  }
+  std::vector<RgbxDecoder> decoders(fast.size());
+  std::vector<std::vector<uint8_t>> pixels(fast.size());
+  std::vector<Status> prepared(fast.size()), decoded(fast.size());
+  std::thread([&] {
+    for (size_t i = 0; i < fast.size(); ++i) {
+      prepared[i] =
+          decoders[i].Prepare(fast[i]->data.data(), fast[i]->data.size());
+    }
+  }).join();
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t i = t; i < fast.size(); i += 4) {
+        if (!prepared[i].ok()) continue;
+        const size_t w = decoders[i].width(), h = decoders[i].height();
+        pixels[i].resize(w * h * 4);
+        std::vector<uint8_t*> rows(h);
+        for (size_t y = 0; y < h; ++y) rows[y] = pixels[i].data() + y * w * 4;
+        decoded[i] = decoders[i].DecodeInto(rows.data());
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (size_t i = 0; i < fast.size(); ++i) {
+    SCOPED_TRACE(fast[i]->name);
+    ASSERT_TRUE(prepared[i].ok()) << prepared[i].ToString();
+    ASSERT_TRUE(decoded[i].ok()) << decoded[i].ToString();
+    std::string rgb;
+    for (size_t p = 0; p < pixels[i].size(); p += 4) {
+      rgb.append(reinterpret_cast<const char*>(&pixels[i][p]), 3);
+    }
+    EXPECT_EQ(rgb, fast[i]->rgb);
+  }
+}
+
+// ---------------------------------------------------------------------------
 // Real photos
 // ---------------------------------------------------------------------------
 
@@ -998,6 +1171,9 @@ TEST(DecodeRealPhotosTest, MatchPilExactly) {
     ASSERT_EQ(img.height, h);
     ASSERT_EQ(img.size(), rgb.size());
     ASSERT_EQ(std::memcmp(img.pixels.get(), rgb.data(), rgb.size()), 0);
+    RgbxResult x = DecodeRgbxForTest(data, /*pad=*/0, /*scattered=*/false);
+    ASSERT_TRUE(x.status.ok()) << x.status.ToString();
+    ASSERT_EQ(x.rgb, rgb);
     ++checked;
   }
   EXPECT_EQ(checked, 200);

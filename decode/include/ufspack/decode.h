@@ -77,6 +77,55 @@ UFSPACK_EXPORT Status DecodeRgbTurboJpeg(const void* data, size_t size,
 UFSPACK_EXPORT Status DecodeRgbOpenCv(const void* data, size_t size,
                                       RgbImage* out);
 
+// Decodes into rows the caller provides, 4 bytes per pixel: R, G, B and an
+// X byte set to 255, which is how PIL holds an "RGB" image in memory.  A
+// PIL image can so be filled in place, with no HxWx3 buffer in between.
+// Two steps, since the rows can only be allocated once the size is known:
+//
+//   RgbxDecoder d;
+//   Status s = d.Prepare(data, size);  // the header (JPEG), or the whole
+//                                      // decode (PNG, BMP, PNM)
+//   ... allocate d.height() rows of d.width() * 4 bytes ...
+//   s = d.DecodeInto(rows);            // the pixels
+//
+// The same inputs take the fast path as with DecodeRgb, with the same
+// pixels, and either step returns what DecodeRgb would: NotSupported means
+// PIL must decode the input (after a failed DecodeInto the rows hold
+// garbage), InvalidArgument an image over `max_pixels`.
+//
+// Thread safety: one decoder per image.  Different decoders may be used
+// concurrently, and the two steps of one may run on different threads (one
+// after the other).  `data` must stay valid and unchanged from Prepare
+// until DecodeInto returns.
+class UFSPACK_EXPORT RgbxDecoder {
+ public:
+  RgbxDecoder();
+  ~RgbxDecoder();
+  RgbxDecoder(RgbxDecoder&&) noexcept;
+  RgbxDecoder& operator=(RgbxDecoder&&) noexcept;
+
+  // Reads the header (or decodes, see above).  On OK, width() and height()
+  // are set (both at least 1).
+  Status Prepare(const void* data, size_t size,
+                 uint64_t max_pixels = 178956970);
+  int width() const { return width_; }
+  int height() const { return height_; }
+
+  // Writes the pixels.  REQUIRES: Prepare returned OK, DecodeInto not yet
+  // called; rows[y], for y < height(), points to width() * 4 writable bytes.
+  // Rows evenly spaced in memory are decoded in place (JPEG); others, e.g.
+  // an image spread over several blocks, through a scratch buffer.
+  Status DecodeInto(uint8_t* const* rows);
+
+ private:
+  struct Decoded;  // what Prepare decoded (PNG, BMP, PNM)
+  const void* data_ = nullptr;
+  size_t size_ = 0;
+  int width_ = 0;
+  int height_ = 0;
+  std::unique_ptr<Decoded> decoded_;
+};
+
 }  // namespace ufspack
 
 #endif  // UFSPACK_DECODE_H_
