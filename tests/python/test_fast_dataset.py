@@ -291,3 +291,32 @@ def test_uses_the_native_path(edge_pack, monkeypatch):
     ds.__getitems__(list(range(8)))
     ds[3]
     assert calls == [8, 1]
+
+
+class _Batched(torch.utils.data.Dataset):
+    """python.md's recipe for torch < 2.0: dataset[list] -> __getitems__."""
+
+    def __init__(self, ds):
+        self.ds = ds
+
+    def __len__(self):
+        return len(self.ds)
+
+    def __getitem__(self, idx):
+        return self.ds.__getitems__(idx)
+
+
+def test_the_batch_recipe_for_old_torch(edge_tree, edge_pack):
+    tf = val_tf()
+    ds = ufspack.MyImageFolder(edge_pack, transform=tf, fast_transforms="exact", decode_threads=2)
+    batches = torch.utils.data.BatchSampler(torch.utils.data.SequentialSampler(ds), 5, False)
+    loader = torch.utils.data.DataLoader(
+        _Batched(ds), sampler=batches, batch_size=None, collate_fn=torch.utils.data.default_collate
+    )
+    ref = datasets.ImageFolder(edge_tree, transform=tf)
+    got = [(x, y) for x, y in loader]
+    assert [len(y) for _, y in got][:-1] == [5] * (len(got) - 1)
+    xs = torch.cat([x for x, _ in got])
+    ys = torch.cat([y for _, y in got])
+    assert torch.equal(xs, torch.stack([ref[i][0] for i in range(len(ref))]))
+    assert ys.tolist() == ref.targets
