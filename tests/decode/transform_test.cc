@@ -239,7 +239,7 @@ TEST_F(TransformTest, RegionDecodeEqualsFullDecodeForEveryCrop) {
   for (const Jpeg& j : *jpegs_) {
     if (!j.fast) continue;
     SCOPED_TRACE(j.name);
-    for (int t = 0; t < 60; ++t) {
+    for (int t = 0; t < 150; ++t) {
       TransformSpec s = RandomCropSpec(&rng, j.full.width, j.full.height, 1,
                                        Resample::kBilinear);
       s.has_resize_after = false;  // crop only: the decoded pixels themselves
