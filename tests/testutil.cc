@@ -19,7 +19,9 @@
 #include <cstring>
 #include <fstream>
 #include <future>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -549,6 +551,18 @@ std::string SharedPhotosTar() {
       env && *env ? env : std::string(UFSPACK_SOURCE_DIR) + "/../shared/data";
   std::string tar = dir + "/cats_and_dogs_filtered.tar";
   return Exists(tar) ? tar : "";
+}
+
+bool PythonHas(const std::string& modules) {
+  static std::mutex mu;
+  static std::map<std::string, bool> known;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find(modules);
+  if (it != known.end()) return it->second;
+  const bool have = Exists(kPython) &&
+                    Run({kPython, "-c", "import " + modules}).exit_code == 0;
+  known[modules] = have;
+  return have;
 }
 
 }  // namespace test

@@ -154,6 +154,13 @@ CommandResult RunCliWithAddressSpaceLimit(uint64_t limit_bytes,
 // tree, or "" when absent.
 std::string SharedPhotosTar();
 
+// Debian's Python, which the decode tests run PIL and torchvision with.
+inline constexpr const char* kPython = "/usr/bin/python3";
+
+// Whether kPython exists and runs `import <modules>` (e.g. "PIL.Image" or
+// "torch, torchvision"); each answer is computed once.
+bool PythonHas(const std::string& modules);
+
 }  // namespace test
 }  // namespace ufspack
 

@@ -658,28 +658,31 @@ class MyImageFolder(_Base):
                     except _core.CorruptPackError as e2:
                         prepared.append(_Failed(e2))
         results: List[Any] = [None] * len(recs)
+
+        def pil_pixels(i: int, p: Any) -> Any:
+            """PIL's image of sample i (its pixels handed to ``p``), or None
+            after recording the failure."""
+            try:
+                img = self._pil_named(p.data, reader, recs[i])
+            except Exception as e:
+                results[i] = _Failed(e)
+                return None
+            p.set_pixels(np.asarray(img))
+            return img
+
         todo = []  # (i, prepared, NativeSpec, value, buffer)
         for i, p in enumerate(prepared):
             if isinstance(p, _Failed):
                 results[i] = p
                 continue
             img = None
-            if p.kind == "pil":
-                try:
-                    img = self._pil_named(p.data, reader, recs[i])
-                except Exception as e:
-                    results[i] = _Failed(e)
-                    continue
-                p.set_pixels(np.asarray(img))
+            if p.kind == "pil" and (img := pil_pixels(i, p)) is None:
+                continue
             ops = plan.sample(p.width, p.height)
             ns = _ft.native_spec(ops, dct)
             if ns is None:  # not expressible natively: torchvision's own calls
-                if img is None:
-                    try:
-                        img = self._pil_named(p.data, reader, recs[i])
-                    except Exception as e:
-                        results[i] = _Failed(e)
-                        continue
+                if img is None and (img := pil_pixels(i, p)) is None:
+                    continue
                 results[i] = plan.apply_pil(img, ops)
                 continue
             value, buf = _native_output(ns)
@@ -690,12 +693,8 @@ class MyImageFolder(_Base):
             )
             for (i, p, ns, value, buf), st in zip(todo, status):
                 if st is not None:  # libjpeg warned: PIL decodes, as the exact path does
-                    try:
-                        img = self._pil_named(p.data, reader, recs[i])
-                    except Exception as e:
-                        results[i] = _Failed(e)
+                    if pil_pixels(i, p) is None:
                         continue
-                    p.set_pixels(np.asarray(img))
                     _core.transform_batch([p], [ns.spec], [buf], 1)
                 results[i] = _native_value(ns, value)
         return results

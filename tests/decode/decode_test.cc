@@ -27,7 +27,7 @@ namespace {
 
 using test::TempDir;
 
-constexpr const char* kPython = "/usr/bin/python3";
+using test::kPython;
 
 // Writes <name>.img (the encoded file) and, where PIL opens it, <name>.rgb
 // (PIL's convert("RGB") bytes) for each case, and manifest.txt with lines
@@ -392,13 +392,7 @@ with open(os.path.join(out, 'manifest.txt'), 'w') as f:
     f.write('\n'.join(lines) + '\n')
 )PY";
 
-bool HavePil() {
-  static const bool have = [] {
-    if (!test::Exists(kPython)) return false;
-    return test::Run({kPython, "-c", "import PIL.Image"}).exit_code == 0;
-  }();
-  return have;
-}
+bool HavePil() { return test::PythonHas("PIL.Image"); }
 
 struct Case {
   std::string name;

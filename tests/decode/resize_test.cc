@@ -32,7 +32,7 @@ namespace {
 
 using test::TempDir;
 
-constexpr const char* kPython = "/usr/bin/python3";
+using test::kPython;
 
 // The ImageNet statistics every torchvision example normalises with.
 constexpr float kImageNetMean[3] = {0.485f, 0.456f, 0.406f};
@@ -129,20 +129,9 @@ with open(os.path.join(out, 'photos.txt'), 'w') as f:
     f.write('\n'.join(lines) + '\n')
 )PY";
 
-bool HavePil() {
-  static const bool have = [] {
-    if (!test::Exists(kPython)) return false;
-    return test::Run({kPython, "-c", "import PIL.Image"}).exit_code == 0;
-  }();
-  return have;
-}
+bool HavePil() { return test::PythonHas("PIL.Image"); }
 
-bool HaveTorchvision() {
-  static const bool have =
-      HavePil() &&
-      test::Run({kPython, "-c", "import torch, torchvision"}).exit_code == 0;
-  return have;
-}
+bool HaveTorchvision() { return test::PythonHas("PIL.Image, torch, torchvision"); }
 
 constexpr Filter kAllFilters[] = {Filter::kNearest,  Filter::kBox,
                                   Filter::kBilinear, Filter::kHamming,

@@ -28,7 +28,7 @@ namespace {
 
 using test::TempDir;
 
-constexpr const char* kPython = "/usr/bin/python3";
+using test::kPython;
 
 // <out>/<name>.jpg for each variant, and manifest.txt: "<name> <kind>" with
 // kind "fast" (the fused path decodes it) or "pil" (it must say
@@ -85,13 +85,7 @@ with open(os.path.join(out, 'manifest.txt'), 'w') as f:
     f.write('\n'.join(m for m in manifest if m) + '\n')
 )PY";
 
-bool HavePil() {
-  static const bool have = [] {
-    if (!test::Exists(kPython)) return false;
-    return test::Run({kPython, "-c", "import PIL.Image"}).exit_code == 0;
-  }();
-  return have;
-}
+bool HavePil() { return test::PythonHas("PIL.Image"); }
 
 struct Jpeg {
   std::string name;
@@ -147,18 +141,17 @@ std::vector<Jpeg>* TransformTest::jpegs_ = nullptr;
 std::vector<uint8_t> Reference(const RgbImage& img, const TransformSpec& s) {
   int w = img.width, h = img.height;
   std::vector<uint8_t> cur(img.pixels.get(), img.pixels.get() + img.size());
-  if (s.has_resize_before) {
-    std::vector<uint8_t> next(static_cast<size_t>(s.resize_before.width) *
-                              s.resize_before.height * 3);
-    EXPECT_TRUE(ResizeRgb(cur.data(), w, h, w * 3, 0, 0, w, h,
-                          s.resize_before.width, s.resize_before.height,
-                          static_cast<Filter>(s.resize_before.filter),
-                          next.data(), s.resize_before.width * 3)
+  auto resize = [&](const ResizeSpec& r) {
+    std::vector<uint8_t> next(static_cast<size_t>(r.width) * r.height * 3);
+    EXPECT_TRUE(ResizeRgb(cur.data(), w, h, w * 3, 0, 0, w, h, r.width,
+                          r.height, static_cast<Filter>(r.filter), next.data(),
+                          r.width * 3)
                     .ok());
     cur.swap(next);
-    w = s.resize_before.width;
-    h = s.resize_before.height;
-  }
+    w = r.width;
+    h = r.height;
+  };
+  if (s.has_resize_before) resize(s.resize_before);
   if (s.has_crop) {
     const int pw = w + s.pad[0] + s.pad[2], ph = h + s.pad[1] + s.pad[3];
     std::vector<uint8_t> padded(static_cast<size_t>(pw) * ph * 3);
@@ -181,18 +174,7 @@ std::vector<uint8_t> Reference(const RgbImage& img, const TransformSpec& s) {
     w = s.box[2];
     h = s.box[3];
   }
-  if (s.has_resize_after) {
-    std::vector<uint8_t> next(static_cast<size_t>(s.resize_after.width) *
-                              s.resize_after.height * 3);
-    EXPECT_TRUE(ResizeRgb(cur.data(), w, h, w * 3, 0, 0, w, h,
-                          s.resize_after.width, s.resize_after.height,
-                          static_cast<Filter>(s.resize_after.filter),
-                          next.data(), s.resize_after.width * 3)
-                    .ok());
-    cur.swap(next);
-    w = s.resize_after.width;
-    h = s.resize_after.height;
-  }
+  if (s.has_resize_after) resize(s.resize_after);
   if (s.hflip) {
     for (int y = 0; y < h; ++y) {
       uint8_t* row = &cur[static_cast<size_t>(y) * w * 3];

@@ -17,6 +17,7 @@ datasets = pytest.importorskip("torchvision.datasets")
 
 import ufspack  # noqa: E402
 from conftest import encode, noise_image, write  # noqa: E402
+from test_dataloader import Batched  # noqa: E402  (python.md's recipe for torch < 2.0)
 
 MEAN = [0.485, 0.456, 0.406]
 STD = [0.229, 0.224, 0.225]
@@ -293,25 +294,12 @@ def test_uses_the_native_path(edge_pack, monkeypatch):
     assert calls == [8, 1]
 
 
-class _Batched(torch.utils.data.Dataset):
-    """python.md's recipe for torch < 2.0: dataset[list] -> __getitems__."""
-
-    def __init__(self, ds):
-        self.ds = ds
-
-    def __len__(self):
-        return len(self.ds)
-
-    def __getitem__(self, idx):
-        return self.ds.__getitems__(idx)
-
-
 def test_the_batch_recipe_for_old_torch(edge_tree, edge_pack):
     tf = val_tf()
     ds = ufspack.MyImageFolder(edge_pack, transform=tf, fast_transforms="exact", decode_threads=2)
     batches = torch.utils.data.BatchSampler(torch.utils.data.SequentialSampler(ds), 5, False)
     loader = torch.utils.data.DataLoader(
-        _Batched(ds), sampler=batches, batch_size=None, collate_fn=torch.utils.data.default_collate
+        Batched(ds), sampler=batches, batch_size=None, collate_fn=torch.utils.data.default_collate
     )
     ref = datasets.ImageFolder(edge_tree, transform=tf)
     got = [(x, y) for x, y in loader]
