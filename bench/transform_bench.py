@@ -260,7 +260,7 @@ def _jpeg_size(path):
     from PIL import Image
 
     with Image.open(path) as img:
-        return "%dx%d" % img.size
+        return "{}x{}".format(*img.size)
 
 
 def _have(module):
@@ -609,7 +609,7 @@ def run_row(row, ds, transform, args):
         measure = row.setup(ds, transform)
         tail = (WORKERS * 2 + 2) * BATCH  # more than any loader prefetches
         rates = []
-        for rep in range(args.repeat):
+        for _ in range(args.repeat):
             ds.warm(row.container)
             ix = index_order(ds.info["images"], args.warmup + args.samples + tail)
             rates.append(args.samples / measure(ix, args.warmup, args.samples))
@@ -661,7 +661,7 @@ def markdown(results, datasets, scaling):
             continue
         info = ds.info
         lines += [f"#### {ds.name}: {info.get('images', '?'):,} {ds.describe}, mean {info.get('mean_kb', 0):.0f} KB",
-                  "", "img/s, median of %d; in brackets: ratio to ImageFolder (decode only: to PIL)" % rows[0]["repeats"],
+                  "", f"img/s, median of {rows[0]['repeats']}; in brackets: ratio to ImageFolder (decode only: to PIL)",
                   "", "| row | " + " | ".join(f"{heads[t]}, {m}" for t, m in cols) + " |",
                   "|---|" + "---:|" * len(cols)]
         names = list(dict.fromkeys((r["row"], r["label"]) for r in rows))
@@ -682,9 +682,9 @@ def markdown(results, datasets, scaling):
 
 
 def environment():
+    import PIL
     import torch
     import torchvision
-    import PIL
 
     import ufspack
 
