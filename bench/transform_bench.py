@@ -652,15 +652,15 @@ def _cell(r):
 
 
 def markdown(results, datasets, scaling):
+    """datasets: name -> prepared info with "describe", as in the JSON's meta."""
     cols = [(t, "1 core") for t in TRANSFORMS] + [(t, "2 workers") for t in ("train", "val")]
     heads = {"train": "train", "val": "val", "totensor": "ToTensor", "decode": "decode only"}
     lines = []
-    for ds in datasets:
-        rows = [r for r in results if r["dataset"] == ds.name]
+    for name, info in datasets.items():
+        rows = [r for r in results if r["dataset"] == name]
         if not rows:
             continue
-        info = ds.info
-        lines += [f"#### {ds.name}: {info.get('images', '?'):,} {ds.describe}, mean {info.get('mean_kb', 0):.0f} KB",
+        lines += [f"#### {name}: {info.get('images', '?'):,} {info['describe']}, mean {info.get('mean_kb', 0):.0f} KB",
                   "", f"img/s, median of {rows[0]['repeats']}; in brackets: ratio to ImageFolder (decode only: to PIL)",
                   "", "| row | " + " | ".join(f"{heads[t]}, {m}" for t, m in cols) + " |",
                   "|---|" + "---:|" * len(cols)]
@@ -670,7 +670,7 @@ def markdown(results, datasets, scaling):
             if all(c["status"] == "n/a" for c in cells.values()):
                 continue
             lines.append(f"| {label} | " + " | ".join(_cell(cells.get(c)) for c in cols) + " |")
-        sc = {k.split("/")[1]: v for k, v in scaling.items() if k.startswith(ds.name + "/")}
+        sc = {k.split("/")[1]: v for k, v in scaling.items() if k.startswith(name + "/")}
         if sc:
             lines += ["", "fast batched, decode_threads=2 / 1: " +
                       ", ".join(f"{t} {v:.2f}x" for t, v in sc.items())]
@@ -730,6 +730,8 @@ def parse_args(argv):
     ap.add_argument("--smoke", action="store_true",
                     help="a tiny generated dataset, few samples, one repeat: checks the harness runs")
     ap.add_argument("--smoke-images", type=int, default=48)
+    ap.add_argument("--table", metavar="JSON", help="only print the Markdown tables of a run's JSON "
+                    "(also of an interrupted one: the files are rewritten after every row)")
     args = ap.parse_args(argv)
     if args.smoke:
         args.samples, args.warmup, args.repeat = 64, 64, 1
@@ -740,6 +742,11 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.table:
+        with open(args.table) as f:
+            saved = json.load(f)
+        print(markdown(saved["rows"], saved["meta"]["datasets"], batch_scaling(saved["rows"])))
+        return 0
     import torch
 
     torch.set_num_threads(1)
@@ -757,6 +764,9 @@ def main(argv=None):
     wanted = set(args.rows.split(",")) if args.rows else None
     rows = [r for r in all_rows() if wanted is None or r.name in wanted]
     results = []
+    meta = {"args": vars(args), "environment": environment(), "batch_size": BATCH, "workers": WORKERS,
+            "datasets": {ds.name: dict(ds.info, describe=ds.describe) for ds in datasets},
+            "loadavg_start": load_start, "complete": False}
     for ds in datasets:
         for transform in args.transforms.split(","):
             for row in rows:
@@ -767,13 +777,13 @@ def main(argv=None):
                     rate = f"{r['img_s']:.0f} img/s" if r["status"] == "ok" else r["status"]
                     print(f"{ds.name:8} {transform:8} {row.mode:9} {row.name:14} {rate} "
                           f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
+                    add_ratios(results)
+                    write_results(args.out, results, meta)  # an interrupted run keeps what it measured
     add_ratios(results)
     scaling = batch_scaling(results)
-    meta = {"args": vars(args), "environment": environment(), "batch_size": BATCH, "workers": WORKERS,
-            "datasets": {ds.name: dict(ds.info, describe=ds.describe) for ds in datasets},
-            "fast_batch2_over_batch1": scaling, "loadavg_start": load_start, "loadavg_end": os.getloadavg()}
+    meta.update(fast_batch2_over_batch1=scaling, loadavg_end=os.getloadavg(), complete=True)
     write_results(args.out, results, meta)
-    print(markdown(results, datasets, scaling))
+    print(markdown(results, meta["datasets"], scaling))
     return 0
 
 

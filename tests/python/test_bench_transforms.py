@@ -24,11 +24,11 @@ def smoke(tmp_path_factory):
     out = str(tmp / "results" / "transforms-local-warm" / "smoke")
     run = subprocess.run([sys.executable, f"{BENCH}/transform_bench.py", "--smoke", "--work", str(tmp / "work"),
                           "--out", out], check=True, capture_output=True, text=True, timeout=120)
-    return json.load(open(out + ".json")), list(csv.DictReader(open(out + ".csv"))), run.stdout
+    return json.load(open(out + ".json")), list(csv.DictReader(open(out + ".csv"))), run.stdout, out
 
 
 def test_every_row_runs_or_says_why(smoke):
-    results, _, _ = smoke
+    results, _, _, _ = smoke
     for r in results["rows"]:
         s = r["status"]
         assert s == "ok" or s == "n/a" or s.startswith(("skipped: ", "not available: ")), r
@@ -39,7 +39,7 @@ def test_every_row_runs_or_says_why(smoke):
 
 
 def test_baselines_and_ufspack_rows_are_measured(smoke):
-    results, _, _ = smoke
+    results, _, _, _ = smoke
     got = {(r["transform"], r["mode"], r["row"]): r for r in results["rows"]}
     expected = [(t, "1 core", row) for t in ("train", "val", "totensor") for row in ("imagefolder", "exact")]
     expected += [(t, "2 workers", row) for t in ("train", "val") for row in ("imagefolder", "exact")]
@@ -57,7 +57,7 @@ def test_baselines_and_ufspack_rows_are_measured(smoke):
 
 
 def test_csv_matches_json_and_markdown_is_printed(smoke):
-    results, rows, stdout = smoke
+    results, rows, stdout, out = smoke
     assert len(rows) == len(results["rows"])
     assert list(rows[0]) == ["dataset", "transform", "mode", "row", "status", "img_s", "img_s_min", "img_s_max",
                              "ratio", "samples", "warmup", "repeats", "note"]
@@ -67,3 +67,7 @@ def test_csv_matches_json_and_markdown_is_printed(smoke):
             assert float(c["img_s"]) > 0
     assert "#### tiny:" in stdout
     assert "| ImageFolder (PIL) |" in stdout and "| MyImageFolder exact |" in stdout
+    assert results["meta"]["complete"] is True
+    table = subprocess.run([sys.executable, f"{BENCH}/transform_bench.py", "--table", out + ".json"],
+                           check=True, capture_output=True, text=True).stdout
+    assert table == stdout
