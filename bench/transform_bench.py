@@ -675,6 +675,10 @@ def markdown(results, datasets, scaling):
             lines += ["", "fast batched, decode_threads=2 / 1: " +
                       ", ".join(f"{t} {v:.2f}x" for t, v in sc.items())]
         lines.append("")
+    loads = [r["load1"] for r in results if r.get("load1") is not None]
+    if loads:  # rates fall with other work on the machine: say how busy it was
+        lines += [f"1-minute load average after each row: {min(loads):.1f} to {max(loads):.1f} "
+                  f"(median {statistics.median(loads):.1f})", ""]
     statuses = sorted({(r["row"], r["status"]) for r in results if r["status"] not in ("ok", "n/a")})
     if statuses:
         lines += ["Rows not measured:", ""] + [f"* {row}: {s}" for row, s in statuses] + [""]
