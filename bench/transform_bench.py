@@ -664,9 +664,8 @@ def markdown(results, datasets, scaling):
                   "", f"img/s, median of {rows[0]['repeats']}; in brackets: ratio to ImageFolder (decode only: to PIL)",
                   "", "| row | " + " | ".join(f"{heads[t]}, {m}" for t, m in cols) + " |",
                   "|---|" + "---:|" * len(cols)]
-        names = list(dict.fromkeys((r["row"], r["label"]) for r in rows))
-        for name, label in names:
-            cells = {(r["transform"], r["mode"]): r for r in rows if r["row"] == name}
+        for row, label in dict.fromkeys((r["row"], r["label"]) for r in rows):
+            cells = {(r["transform"], r["mode"]): r for r in rows if r["row"] == row}
             if all(c["status"] == "n/a" for c in cells.values()):
                 continue
             lines.append(f"| {label} | " + " | ".join(_cell(cells.get(c)) for c in cols) + " |")

@@ -71,3 +71,22 @@ def test_csv_matches_json_and_markdown_is_printed(smoke):
     table = subprocess.run([sys.executable, f"{BENCH}/transform_bench.py", "--table", out + ".json"],
                            check=True, capture_output=True, text=True).stdout
     assert table == stdout
+
+
+def test_markdown_reports_batch_scaling():
+    # The fast rows cannot run where MyImageFolder lacks fast_transforms: the
+    # table code gets made-up results instead.
+    sys.path.insert(0, BENCH)
+    try:
+        import transform_bench as tb
+    finally:
+        sys.path.remove(BENCH)
+    rows = [{"dataset": "d", "transform": "train", "mode": "1 core", "row": name, "label": name, "status": "ok",
+             "img_s": rate, "repeats": 3, "load1": 1.0}
+            for name, rate in (("imagefolder", 100.0), ("fast_batch1", 300.0), ("fast_batch2", 540.0))]
+    tb.add_ratios(rows)
+    scaling = tb.batch_scaling(rows)
+    assert scaling == {"d/train": pytest.approx(1.8)}
+    text = tb.markdown(rows, {"d": {"images": 10, "describe": "x", "mean_kb": 1}}, scaling)
+    assert "| fast_batch2 | 540 (5.40x) |" in text
+    assert "fast batched, decode_threads=2 / 1: train 1.80x" in text
