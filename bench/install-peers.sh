@@ -32,10 +32,12 @@ CHECK[streaming]="from streaming import MDSWriter, StreamingDataset"
 # ffcv 1.0.2 is an sdist: compiled here against pkg-config opencv4 + libturbojpeg.
 REQS[ffcv]="ffcv==1.0.2 numba==0.58.1 llvmlite==0.41.1 tqdm==4.70.1"
 CHECK[ffcv]="import ffcv.loader, ffcv.writer"
-# DALI: CPU-only pipelines (device_id=None) read tar shards; its image decoder would need
-# nvidia-nvimgcodec-cu12 (CUDA wheels), which is not installed: e2e_peers decodes with PIL.
+# DALI: CPU-only pipelines (device_id=None).  e2e_peers reads tar shards and decodes with PIL;
+# transform_bench decodes with DALI on the CPU, which loads nvidia-nvimgcodec-cu12's libjpeg-turbo
+# extension (no GPU or CUDA runtime needed; its GPU extensions log that nvJPEG/nvJPEG2000/nvTIFF
+# are missing and stay unregistered).
 # optree needs a newer typing_extensions than Debian's 4.4.0 (installed into the venv only).
-REQS[dali]="nvidia-dali-cuda120==2.4.0 optree==0.20.0 astunparse==1.6.3 gast==0.5.2"
+REQS[dali]="nvidia-dali-cuda120==2.4.0 nvidia-nvimgcodec-cu12==0.9.0.20 optree==0.20.0 astunparse==1.6.3 gast==0.5.2"
 CHECK[dali]="from nvidia.dali import Pipeline, fn; from wds2idx import IndexCreator"
 # mxnet 1.9.1 (last release; py3-none wheel) uses np.bool, gone in numpy 1.24: e2e_peers sets np.bool = bool first.
 REQS[mxnet_recordio]="mxnet==1.9.1"
@@ -99,7 +101,7 @@ echo "not installed (${#FAILED[@]}):"
 for x in "${FAILED[@]}"; do echo "  $x"; done
 echo "not available at all:"
 echo "  nvidia-dali (the unsuffixed name is not on PyPI; nvidia-dali-cuda120/cuda110 are, used above as 'dali')"
-echo "  DALI image decoding on CPU (needs nvidia-nvimgcodec-cu12 CUDA wheels: left out)"
+echo "  DALI GPU decoding (nvJPEG): no GPU here; CPU decoding uses nvimgcodec's libjpeg-turbo"
 echo "peers usable by bench/e2e.py:"
 "$VPY" "$(cd "$(dirname "$0")" && pwd)/e2e.py" list --group peer | sed 's/^/  /'
 [ ${#FAILED[@]} -eq 0 ]
