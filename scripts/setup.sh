@@ -56,6 +56,22 @@ for i in range(len(theirs)):
     assert np.array_equal(np.asarray(mine[i][0]), np.asarray(theirs[i][0])), theirs.samples[i][0]
 print(f"Python: MyImageFolder({pack!r}) opened in {(t1 - t0) * 1000:.2f} ms; "
       f"{len(mine)} samples in classes {mine.classes}: same samples, targets and pixels as ImageFolder")
+
+# The training transforms, run natively (fast_transforms="exact"): the same
+# tensors as torchvision for the same seed.
+import torch
+from torchvision import transforms as T
+train = T.Compose([T.RandomResizedCrop(32), T.RandomHorizontalFlip(), T.ToTensor(),
+                   T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+fast = ufspack.MyImageFolder(pack, train, fast_transforms="exact")
+ref = ImageFolder(src, train)
+for i in range(len(ref)):
+    torch.manual_seed(i)
+    a = ref[i][0]
+    torch.manual_seed(i)
+    assert torch.equal(a, fast[i][0]), ref.samples[i][0]
+print(f"Python: fast_transforms: {fast.fast_plan.description}: "
+      f"the same {len(ref)} tensors as torchvision")
 PY
 echo "== ufspack extract, then compare with the source tree"
 OUT="$BUILD_DIR/sample/extracted"

@@ -12,11 +12,14 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "resize.h"
@@ -416,6 +419,45 @@ TEST_F(TransformTest, WhatPilMustDecodeIsNotSupported) {
     EXPECT_TRUE(status.IsInvalidArgument()) << status.ToString();
     EXPECT_NE(status.ToString().find("drawn for"), std::string::npos);
   }
+}
+
+// The per-thread decoder state (region buffers) and the AVX2 dispatch are
+// safe to use from several threads at once (run under TSan by
+// scripts/sanitize.sh).
+TEST_F(TransformTest, ConcurrentTransformsGiveTheSerialResults) {
+  std::mt19937 rng(4);
+  std::vector<std::pair<const Jpeg*, TransformSpec>> work;
+  for (const Jpeg& j : *jpegs_) {
+    if (!j.fast) continue;
+    for (int t = 0; t < 8; ++t) {
+      TransformSpec s = RandomCropSpec(&rng, j.full.width, j.full.height, 24,
+                                       Resample::kBilinear);
+      s.output = TransformOutput::kChwF32;
+      s.dct_scaling = t % 2;
+      work.emplace_back(&j, s);
+    }
+  }
+  auto run = [&](size_t k, std::vector<uint8_t>* out) {
+    const Jpeg& j = *work[k].first;
+    out->resize(work[k].second.output_bytes());
+    return TransformJpeg(j.data.data(), j.data.size(), work[k].second,
+                         out->data());
+  };
+  std::vector<std::vector<uint8_t>> serial(work.size()), parallel(work.size());
+  for (size_t k = 0; k < work.size(); ++k) ASSERT_TRUE(run(k, &serial[k]).ok());
+  std::vector<std::thread> threads;
+  std::atomic<size_t> next{0};
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (size_t k; (k = next++) < work.size();) {
+        if (!run(k, &parallel[k]).ok()) ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  for (size_t k = 0; k < work.size(); ++k) EXPECT_EQ(parallel[k], serial[k]) << k;
 }
 
 TEST(TransformSpecTest, ValidateNamesTheBadField) {
