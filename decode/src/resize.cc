@@ -371,18 +371,10 @@ void HorizontalRows(const uint8_t* in, size_t stride, int n_rows, int x0,
 
 // Window row `yy` of the vertical pass: `bytes` bytes per row from the rows
 // of `in` (row 0 is source row `row0`), summed into `acc` (bytes int32s).
-#ifdef UFSPACK_RESIZE_AVX2
-// Built twice, picked at load time: AVX2 (vpmulld: 8 int32 products per
-// instruction) where the CPU has it, baseline SSE2 otherwise.
-#define UFSPACK_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define UFSPACK_CLONES
-#endif
-
-UFSPACK_CLONES
-void VerticalRow(const uint8_t* in, size_t stride, int row0, const Weights& w,
-                 int yy, size_t bytes, int32_t* __restrict acc,
-                 uint8_t* __restrict out) {
+// The loops, for the compiler to vectorise: built twice below.
+inline void VerticalRowBody(const uint8_t* in, size_t stride, int row0,
+                            const Weights& w, int yy, size_t bytes,
+                            int32_t* __restrict acc, uint8_t* __restrict out) {
   const int32_t* k = &w.coeffs[static_cast<size_t>(yy) * w.taps];
   const int first = w.first[yy] - row0;
   const int n = w.count[yy];
@@ -394,6 +386,28 @@ void VerticalRow(const uint8_t* in, size_t stride, int row0, const Weights& w,
     for (size_t i = 0; i < bytes; ++i) acc[i] += row[i] * c;
   }
   for (size_t i = 0; i < bytes; ++i) out[i] = Clip8(acc[i]);
+}
+
+#ifdef UFSPACK_RESIZE_AVX2
+// AVX2 (vpmulld: 8 int32 products per instruction).  Dispatched by hand,
+// not with target_clones: an ifunc resolver runs before ThreadSanitizer's
+// runtime is initialised and crashes instrumented binaries.
+__attribute__((target("avx2"))) void VerticalRowAvx2(
+    const uint8_t* in, size_t stride, int row0, const Weights& w, int yy,
+    size_t bytes, int32_t* __restrict acc, uint8_t* __restrict out) {
+  VerticalRowBody(in, stride, row0, w, yy, bytes, acc, out);
+}
+#endif
+
+void VerticalRow(const uint8_t* in, size_t stride, int row0, const Weights& w,
+                 int yy, size_t bytes, int32_t* __restrict acc,
+                 uint8_t* __restrict out) {
+#ifdef UFSPACK_RESIZE_AVX2
+  if (HaveAvx2()) {
+    return VerticalRowAvx2(in, stride, row0, w, yy, bytes, acc, out);
+  }
+#endif
+  VerticalRowBody(in, stride, row0, w, yy, bytes, acc, out);
 }
 
 // --- Where the rows go ------------------------------------------------------
