@@ -7,7 +7,7 @@
 #
 #   bash bench/train_parity.sh [workdir] [extra train_classifier.py args]
 #
-# Env: TAR (default ../shared/data/cats_and_dogs_filtered.tar), EPOCHS (12),
+# Env: TAR (default ../shared/data/cats_and_dogs_filtered.tar), EPOCHS (8),
 # SIZE (96), SEED (0), MODES ("exact on"; add "torchvision" to also run
 # ImageFolder on the directory).  Writes <workdir>/<mode>.log and prints the
 # last epoch line of each.
@@ -16,7 +16,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-/tmp/train_parity}
 shift || true
 tar=${TAR:-$here/../shared/data/cats_and_dogs_filtered.tar}
-epochs=${EPOCHS:-12}
+epochs=${EPOCHS:-8}
 size=${SIZE:-96}
 seed=${SEED:-0}
 modes=${MODES:-exact on}
@@ -34,7 +34,7 @@ d=$work/cats_and_dogs_filtered
     done
   fi
 ) 9>"$work/.prepare.lock"
-common=(--epochs "$epochs" --size "$size" --seed "$seed" --arch cnn --batch-size 64 --lr 0.05 --momentum 0.9 "$@")
+common=(--epochs "$epochs" --size "$size" --seed "$seed" --arch cnn --batch-size 64 --lr 0.01 --momentum 0.9 "$@")
 for mode in $modes; do
   if [ "$mode" = torchvision ]; then
     args=("$d/train" --val "$d/validation")

@@ -356,7 +356,10 @@ def main(argv=None):
     import torch
 
     torch.set_num_threads(1)
-    log = (lambda *a: print(*a, file=sys.stderr, flush=True))
+
+    def log(*a):
+        print(*a, file=sys.stderr, flush=True)
+
     work = args.workdir or tempfile.mkdtemp(prefix="transform_psnr.")
     os.makedirs(work, exist_ok=True)
     results = {}

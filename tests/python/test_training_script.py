@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 import pytest
-from conftest import encode, noise_image, write
 
 import ufspack
+from conftest import encode, noise_image, write
 
 pytest.importorskip("torchvision")
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "train_classifier.py")
