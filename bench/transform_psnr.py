@@ -278,7 +278,8 @@ def summarise(rows, exact_mismatch, rng_drift, secs):
         "exact_mismatch_indices": exact_mismatch[:50],
         "rng_drift": rng_drift,
         "seconds": secs,
-        "non_identical": [{k: r[k] for k in ("i", "name", "size", "denom", "psnr", "maxdiff")}
+        # [index, name, [width, height], DCT denominator, PSNR dB, max |diff| in levels]
+        "non_identical": [[r["i"], r["name"], r["size"], r["denom"], round(r["psnr"], 3), round(r["maxdiff"], 2)]
                           for r in diff],
     }
 
@@ -386,7 +387,7 @@ def main(argv=None):
         os.makedirs(args.out, exist_ok=True)
         name = "smoke.json" if args.smoke else "summary.json" if args.size == 224 else f"summary-{args.size}.json"
         with open(os.path.join(args.out, name), "w") as f:
-            json.dump(summary, f, indent=1, allow_nan=True)
+            json.dump(summary, f, separators=(",", ":"))
     return summary
 
 
