@@ -349,7 +349,7 @@ class _RandomResizedCropStep(_Step):
         lr0, lr1 = cached[1], cached[2]
         for _ in range(10):
             target_area = area * torch.empty(1).uniform_(scale[0], scale[1]).item()
-            aspect_ratio = torch.exp(torch.empty(1).uniform_(lr0, lr1)).item()
+            aspect_ratio = torch.exp(torch.empty(1).uniform_(lr0, lr1)).item()  # type: ignore[arg-type]
 
             w = int(round(math.sqrt(target_area * aspect_ratio)))
             h = int(round(math.sqrt(target_area / aspect_ratio)))
