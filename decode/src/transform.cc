@@ -257,7 +257,8 @@ constexpr int kMargin = 4;
 Status DecodeJpegRegion(const uint8_t* data, size_t size, int denom, int x0,
                         int x1, int y0, int y1, int expect_w, int expect_h,
                         uint64_t max_pixels, std::vector<uint8_t>* buf,
-                        std::vector<JSAMPROW>* rows, Region* out,
+                        std::vector<JSAMPROW>* rows,
+                        std::vector<uint8_t>* scratch, Region* out,
                         TransformStats* stats) {
   jpeg_decompress_struct cinfo;
   JpegError err;
@@ -320,8 +321,23 @@ Status DecodeJpegRegion(const uint8_t* data, size_t size, int denom, int x0,
                           static_cast<JDIMENSION>(ye - ys - done));
     }
     // The rest is entropy-decoded so that damage anywhere is seen, as a
-    // full decode sees it.
-    if (ye < oh) jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(oh - ye));
+    // full decode sees it.  Not with one skip to the end: libjpeg-turbo
+    // returns from a skip that reaches the last row without reading
+    // anything, and jpeg_finish_decompress then reads nothing more either
+    // (a single-scan decoder's consume_input is a no-op), so a truncated
+    // file would pass.  A skip that stops short of the end decodes the
+    // entropy-coded data of the rows it skips (without the IDCT, upsampling
+    // or colour conversion); the last row is then read for real.
+    if (ye < oh) {
+      if (oh - 1 > ye) {
+        jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(oh - 1 - ye));
+      }
+      scratch->resize(static_cast<size_t>(xw) * 3);
+      JSAMPROW last = scratch->data();
+      while (static_cast<int>(cinfo.output_scanline) < oh) {
+        jpeg_read_scanlines(&cinfo, &last, 1);
+      }
+    }
     jpeg_finish_decompress(&cinfo);
     *out = Region{buf->data(), static_cast<int>(xoff), ys,
                   static_cast<int>(xw), ye - ys, stride};
@@ -525,11 +541,12 @@ Status TransformJpeg(const void* data, size_t size, const TransformSpec& spec,
   const Geometry g = PlanGeometry(spec);
   thread_local std::vector<uint8_t> decoded;
   thread_local std::vector<JSAMPROW> rows;
+  thread_local std::vector<uint8_t> scratch;
   Region r;
   if (!g.direct) {
     UFSPACK_RETURN_IF_ERROR(DecodeJpegRegion(
         p, size, 1, 0, spec.in_width, 0, spec.in_height, spec.in_width,
-        spec.in_height, max_pixels, &decoded, &rows, &r, stats));
+        spec.in_height, max_pixels, &decoded, &rows, &scratch, &r, stats));
     return RunMaterialised(spec, r, sink);
   }
   Stage first = g.stages[0];
@@ -546,7 +563,7 @@ Status TransformJpeg(const void* data, size_t size, const TransformSpec& spec,
   UFSPACK_RETURN_IF_ERROR(DecodeJpegRegion(
       p, size, denom, plan.need_x0(), plan.need_x1(), plan.need_y0(),
       plan.need_y1(), spec.in_width, spec.in_height, max_pixels, &decoded,
-      &rows, &r, stats));
+      &rows, &scratch, &r, stats));
   if (g.stages.size() == 1) {
     return plan.Run(r.p, r.x, r.y, r.w, r.h, r.stride, sink);
   }

@@ -245,6 +245,24 @@ def test_corrupt_images_raise_what_the_exact_path_raises(bad_tree, bad_pack):
     assert wants == [True, False, False, False, True]
 
 
+def test_damage_below_the_crop_is_still_seen(tmp_path):
+    # A tall JPEG cut short: the centre crop lies above the cut, yet
+    # torchvision (PIL decodes the whole file) raises, so must the fast path.
+    root = str(tmp_path / "tree")
+    data = encode(noise_image(48, 400, 3), "JPEG", quality=90)
+    write(os.path.join(root, "c", "cut.jpg"), data[: len(data) * 9 // 10])
+    pack = str(tmp_path / "pack")
+    ufspack.build(root, pack, progress=False)
+    tf = T.Compose([T.CenterCrop(8), T.ToTensor()])
+    ref = datasets.ImageFolder(root, transform=tf)
+    want = error_of(ref.__getitem__, 0)
+    assert want is OSError
+    for fast in (True, "exact"):
+        ds = ufspack.MyImageFolder(pack, transform=tf, fast_transforms=fast)
+        assert error_of(ds.__getitem__, 0) is want
+        assert error_of(ds.__getitems__, [0]) is want
+
+
 def test_on_error_skip_and_substitute(bad_pack):
     tf = train_tf()
     with pytest.warns(ufspack.BadSampleWarning):
