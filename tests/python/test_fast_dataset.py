@@ -285,7 +285,9 @@ def test_pickles_and_runs_in_dataloader_workers(edge_tree, edge_pack):
     clone = pickle.loads(pickle.dumps(ds))
     assert clone.fast_plan.description == ds.fast_plan.description
     ref = datasets.ImageFolder(edge_tree, transform=tf)
-    loader = torch.utils.data.DataLoader(ds, batch_size=4, num_workers=2)
+    # spawn, and a timeout: a worker forked while another thread holds an
+    # allocator lock can hang under ASan (scripts/sanitize.sh pyasan).
+    loader = torch.utils.data.DataLoader(ds, batch_size=4, num_workers=2, multiprocessing_context="spawn", timeout=300)
     xs = torch.cat([x for x, _ in loader])
     assert torch.equal(xs, torch.stack([ref[i][0] for i in range(len(ref))]))
 
