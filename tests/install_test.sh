@@ -36,6 +36,11 @@ out=$("$TMP/build/consumer" "$TMP/pack")
 test "$out" = "hello from an installed ufspack"
 # The README's C++ example, built against the installed tree only.
 "$TMP/build/read_pack" "$TMP/pack" | grep -q "1 records"
+if [ -x "$TMP/build/decode_consumer" ]; then
+  test "$("$TMP/build/decode_consumer")" = "decode from an installed ufspack"
+elif grep -q "UFSPACK_BUILD_DECODE:BOOL=ON" "$BUILD/CMakeCache.txt"; then
+  echo "install test: decode_consumer was not built" >&2; exit 1
+fi
 test -x "$TMP/prefix/bin/ufspack"
 "$TMP/prefix/bin/ufspack" verify "$TMP/pack"
 echo "install test: OK"
