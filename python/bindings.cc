@@ -21,8 +21,8 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -806,9 +806,9 @@ PYBIND11_MODULE(_core, m) {
           "data", [](const Prepared& p) { return py::bytes(p.data); })
       .def(
           "set_pixels",
-          [](Prepared& p, py::array_t<uint8_t, py::array::c_style |
-                                                  py::array::forcecast>
-                              a) {
+          [](Prepared& p,
+             py::array_t<uint8_t, py::array::c_style | py::array::forcecast>
+                 a) {
             if (a.ndim() != 3 || a.shape(2) != 3 || a.shape(0) < 1 ||
                 a.shape(1) < 1) {
               throw py::value_error("set_pixels: expected HxWx3 uint8 RGB");
@@ -835,8 +835,8 @@ PYBIND11_MODULE(_core, m) {
              s.resize_before = {w, h, static_cast<Resample>(filter)};
            })
       .def("set_crop",
-           [](TransformSpec& s, std::array<int, 4> pad,
-              std::array<int, 3> fill, std::array<int, 4> box) {
+           [](TransformSpec& s, std::array<int, 4> pad, std::array<int, 3> fill,
+              std::array<int, 4> box) {
              s.has_crop = true;
              for (int i = 0; i < 4; ++i) s.pad[i] = pad[i];
              for (int i = 0; i < 3; ++i) {
@@ -854,31 +854,32 @@ PYBIND11_MODULE(_core, m) {
            })
       .def_readwrite("hflip", &TransformSpec::hflip)
       .def_readwrite("dct_scaling", &TransformSpec::dct_scaling)
-      .def("set_output",
-           [](TransformSpec& s, const std::string& kind,
-              std::array<float, 3> mean, std::array<float, 3> std) {
-             if (kind == "rgb") {
-               s.output = TransformOutput::kRgb;
-             } else if (kind == "chw_u8") {
-               s.output = TransformOutput::kChwU8;
-             } else if (kind == "chw_f32") {
-               s.output = TransformOutput::kChwF32;
-             } else {
-               throw py::value_error("set_output: unknown kind " + kind);
-             }
-             for (int i = 0; i < 3; ++i) {
-               s.mean[i] = mean[i];
-               s.std[i] = std[i];
-             }
-           },
-           py::arg("kind"), py::arg("mean") = std::array<float, 3>{0, 0, 0},
-           py::arg("std") = std::array<float, 3>{1, 1, 1})
+      .def(
+          "set_output",
+          [](TransformSpec& s, const std::string& kind,
+             std::array<float, 3> mean, std::array<float, 3> std) {
+            if (kind == "rgb") {
+              s.output = TransformOutput::kRgb;
+            } else if (kind == "chw_u8") {
+              s.output = TransformOutput::kChwU8;
+            } else if (kind == "chw_f32") {
+              s.output = TransformOutput::kChwF32;
+            } else {
+              throw py::value_error("set_output: unknown kind " + kind);
+            }
+            for (int i = 0; i < 3; ++i) {
+              s.mean[i] = mean[i];
+              s.std[i] = std[i];
+            }
+          },
+          py::arg("kind"), py::arg("mean") = std::array<float, 3>{0, 0, 0},
+          py::arg("std") = std::array<float, 3>{1, 1, 1})
       .def_property_readonly("out_width", &TransformSpec::out_width)
       .def_property_readonly("out_height", &TransformSpec::out_height)
       .def("validate", [](const TransformSpec& s) { Check(s.Validate()); });
 
-  m.def("transform_batch", &TransformBatch, py::arg("images"),
-        py::arg("specs"), py::arg("outputs"), py::arg("threads") = 1,
+  m.def("transform_batch", &TransformBatch, py::arg("images"), py::arg("specs"),
+        py::arg("outputs"), py::arg("threads") = 1,
         "Runs each spec on its prepared image into its output buffer, on "
         "`threads` threads with the GIL released; per image None (done) or "
         "'pil' (decode with PIL, set_pixels, and run again).");

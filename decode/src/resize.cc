@@ -235,13 +235,13 @@ void ExpandPairs(Weights* w) {
 // results.  `end` bounds what may be read (the row's last pixel is read
 // with scalar code when 8 bytes from it would pass `end`).
 constexpr int8_t kSpread[16] = {0,  1,  2,  -1, 3,  4,  5,  -1,
-                                 -1, -1, -1, -1, -1, -1, -1, -1};
+                                -1, -1, -1, -1, -1, -1, -1, -1};
 
 // Clip8 of four int32 sums (R G B x): an arithmetic shift, then saturation
 // to 0..255 (packus), as bytes R G B x.
 __attribute__((target("avx2"))) inline uint32_t Pack(__m128i sum) {
-  sum = _mm_srai_epi32(_mm_add_epi32(sum, _mm_set1_epi32(kHalf)),
-                       kPrecisionBits);
+  sum =
+      _mm_srai_epi32(_mm_add_epi32(sum, _mm_set1_epi32(kHalf)), kPrecisionBits);
   sum = _mm_packus_epi32(sum, sum);
   sum = _mm_packus_epi16(sum, sum);
   return static_cast<uint32_t>(_mm_cvtsi128_si32(sum));
@@ -256,9 +256,11 @@ __attribute__((target("avx2"))) inline __m128i Fold(__m256i acc) {
 // two bytes more) widened to 8 int32 lanes (R G B 0 R G B 0) and multiplied
 // by the tap pair.  The taps past the last two-step that fits before `end`
 // are summed one by one.
-__attribute__((target("avx2"))) inline __m128i PixelSums(
-    const uint8_t* p, int n, const int32_t* e, const int32_t* k,
-    const uint8_t* end) {
+__attribute__((target("avx2"))) inline __m128i PixelSums(const uint8_t* p,
+                                                         int n,
+                                                         const int32_t* e,
+                                                         const int32_t* k,
+                                                         const uint8_t* end) {
   const __m128i spread =
       _mm_loadu_si128(reinterpret_cast<const __m128i*>(kSpread));
   __m256i acc = _mm256_setzero_si256();
@@ -331,8 +333,7 @@ __attribute__((target("avx2"))) void HorizontalRowsAvx2(
     }
     StorePixel(out, xx, out_w, Pack(PixelSums(p, n, e, k, end)));
     if (rows == 2) {
-      StorePixel(out + out_stride, xx, out_w,
-                 Pack(PixelSums(q, n, e, k, end)));
+      StorePixel(out + out_stride, xx, out_w, Pack(PixelSums(q, n, e, k, end)));
     }
   }
 }
@@ -491,10 +492,10 @@ class Rows {
         }
         return;
       case PixelLayout::kChwF32:
-        StoreFloatRow(row, w_, flip, *lut_,
-                      static_cast<float*>(sink_.dst) +
-                          static_cast<size_t>(y) * w_,
-                      plane_);
+        StoreFloatRow(
+            row, w_, flip, *lut_,
+            static_cast<float*>(sink_.dst) + static_cast<size_t>(y) * w_,
+            plane_);
         return;
     }
   }
@@ -517,9 +518,8 @@ std::string AxisText(const ResizeAxis& a) {
   return "box [" + std::to_string(a.origin) + "+" + std::to_string(a.in0) +
          ", " + std::to_string(a.origin) + "+" + std::to_string(a.in1) +
          ") -> " + std::to_string(a.out) + " (window " +
-         std::to_string(a.win0) + "+" + std::to_string(a.win_n) +
-         ", source " + std::to_string(a.lo) + ".." + std::to_string(a.hi) +
-         ")";
+         std::to_string(a.win0) + "+" + std::to_string(a.win_n) + ", source " +
+         std::to_string(a.lo) + ".." + std::to_string(a.hi) + ")";
 }
 
 Status CheckAxis(const ResizeAxis& a, const char* name) {
@@ -549,8 +549,8 @@ void NearestIndex(const ResizeAxis& a, std::vector<int>* index) {
 
 }  // namespace
 
-Status ResizePlan::Make(const ResizeAxis& x, const ResizeAxis& y,
-                        Filter filter, ResizePlan* plan) {
+Status ResizePlan::Make(const ResizeAxis& x, const ResizeAxis& y, Filter filter,
+                        ResizePlan* plan) {
   Status s = CheckAxis(x, "x");
   if (s.ok()) s = CheckAxis(y, "y");
   if (!s.ok()) return s;
@@ -577,9 +577,12 @@ Status ResizePlan::Make(const ResizeAxis& x, const ResizeAxis& y,
     }
     NearestIndex(x, &plan->nearest_x_);
     NearestIndex(y, &plan->nearest_y_);
-    std::vector<int> ones_x(plan->nearest_x_.size()), ones_y(plan->nearest_y_.size());
-    for (size_t i = 0; i < ones_x.size(); ++i) ones_x[i] = plan->nearest_x_[i] >= 0;
-    for (size_t i = 0; i < ones_y.size(); ++i) ones_y[i] = plan->nearest_y_[i] >= 0;
+    std::vector<int> ones_x(plan->nearest_x_.size()),
+        ones_y(plan->nearest_y_.size());
+    for (size_t i = 0; i < ones_x.size(); ++i)
+      ones_x[i] = plan->nearest_x_[i] >= 0;
+    for (size_t i = 0; i < ones_y.size(); ++i)
+      ones_y[i] = plan->nearest_y_[i] >= 0;
     range(plan->nearest_x_, ones_x, &plan->need_x0_, &plan->need_x1_);
     range(plan->nearest_y_, ones_y, &plan->need_y0_, &plan->need_y1_);
     return Status::OK();
@@ -648,7 +651,8 @@ Status ResizePlan::Run(const uint8_t* region, int region_x, int region_y,
       const int yi = nearest_y_[y];
       if (yi >= 0) {
         for (int x = 0; x < out_w; ++x) {
-          if (nearest_x_[x] >= 0) std::memcpy(out + 3 * x, src(nearest_x_[x], yi), 3);
+          if (nearest_x_[x] >= 0)
+            std::memcpy(out + 3 * x, src(nearest_x_[x], yi), 3);
         }
       }
       rows.Done(y);

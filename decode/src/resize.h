@@ -93,7 +93,6 @@ Status ResizeRgbToChwFloat(const uint8_t* src, int src_w, int src_h,
                            bool hflip, const float mean[3], const float std[3],
                            float* dst);
 
-
 // --- The general form, for the fused transform pipeline (transform.cc) ------
 //
 // One axis of a resize of a box to `out` pixels, of which only the output
@@ -127,11 +126,11 @@ enum class PixelLayout {
 };
 struct PixelSink {
   PixelLayout layout = PixelLayout::kRgb;
-  bool hflip = false;             // left-right flip of the produced window
-  const float* mean = nullptr;    // kChwF32: 3 values
-  const float* std = nullptr;     // kChwF32: 3 non-zero values
+  bool hflip = false;           // left-right flip of the produced window
+  const float* mean = nullptr;  // kChwF32: 3 values
+  const float* std = nullptr;   // kChwF32: 3 non-zero values
   void* dst = nullptr;
-  size_t stride = 0;              // kRgb only
+  size_t stride = 0;  // kRgb only
 };
 
 struct Weights;  // resize.cc

@@ -19,11 +19,11 @@
 #include "ufspack/transform.h"
 
 // jpeglib.h needs FILE and size_t declared first.
-#include <cstdio>
 #include <jpeglib.h>
 
 #include <algorithm>
 #include <csetjmp>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -84,9 +84,9 @@ Geometry PlanGeometry(const TransformSpec& spec) {
     w = spec.resize_before.width;
     h = spec.resize_before.height;
   }
-  const bool box_inside = !spec.has_crop ||
-                          (!padded && spec.box[0] + spec.box[2] <= w &&
-                           spec.box[1] + spec.box[3] <= h);
+  const bool box_inside =
+      !spec.has_crop || (!padded && spec.box[0] + spec.box[2] <= w &&
+                         spec.box[1] + spec.box[3] <= h);
   if (!box_inside) return g;  // materialised step by step
   g.direct = true;
   if (spec.has_resize_before) {
@@ -210,11 +210,11 @@ Status RunMaterialised(const TransformSpec& spec, Region r,
   }
   const int full[4] = {0, 0, r.w, r.h};
   const int* box = spec.has_crop ? spec.box : full;
-  Stage st = spec.has_resize_after
-                 ? CropStage(box, spec.resize_after.width,
-                             spec.resize_after.height,
-                             ToFilter(spec.resize_after.filter))
-                 : CropStage(box, box[2], box[3], Filter::kNearest);
+  Stage st =
+      spec.has_resize_after
+          ? CropStage(box, spec.resize_after.width, spec.resize_after.height,
+                      ToFilter(spec.resize_after.filter))
+          : CropStage(box, box[2], box[3], Filter::kNearest);
   ResizePlan plan;
   UFSPACK_RETURN_IF_ERROR(ResizePlan::Make(st.x, st.y, st.filter, &plan));
   return plan.Run(r.p, r.x, r.y, r.w, r.h, r.stride, sink);
@@ -278,7 +278,8 @@ Status DecodeJpegRegion(const uint8_t* data, size_t size, int denom, int x0,
   jpeg_read_header(&cinfo, TRUE);
   got_w = static_cast<int>(cinfo.image_width);
   got_h = static_cast<int>(cinfo.image_height);
-  if (cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK) {
+  if (cinfo.jpeg_color_space == JCS_CMYK ||
+      cinfo.jpeg_color_space == JCS_YCCK) {
     outcome = 2;
   } else if (got_w != expect_w || got_h != expect_h) {
     outcome = 1;
@@ -339,8 +340,9 @@ Status DecodeJpegRegion(const uint8_t* data, size_t size, int denom, int x0,
       }
     }
     jpeg_finish_decompress(&cinfo);
-    *out = Region{buf->data(), static_cast<int>(xoff), ys,
-                  static_cast<int>(xw), ye - ys, stride};
+    *out = Region{buf->data(), static_cast<int>(xoff),
+                  ys,          static_cast<int>(xw),
+                  ye - ys,     stride};
     if (stats != nullptr) {
       stats->scale_denom = denom;
       stats->decoded_x = static_cast<int>(xoff);
@@ -353,10 +355,10 @@ Status DecodeJpegRegion(const uint8_t* data, size_t size, int denom, int x0,
   jpeg_destroy_decompress(&cinfo);
   switch (outcome) {
     case 1:
-      return Status::InvalidArgument(
-          "JPEG: image is " + Str(got_w) + "x" + Str(got_h) +
-          ", the transform was drawn for " + Str(expect_w) + "x" +
-          Str(expect_h));
+      return Status::InvalidArgument("JPEG: image is " + Str(got_w) + "x" +
+                                     Str(got_h) +
+                                     ", the transform was drawn for " +
+                                     Str(expect_w) + "x" + Str(expect_h));
     case 2:
       return Status::NotSupported("JPEG: CMYK/YCCK color space needs PIL");
     case 3:

@@ -131,7 +131,9 @@ with open(os.path.join(out, 'photos.txt'), 'w') as f:
 
 bool HavePil() { return test::PythonHas("PIL.Image"); }
 
-bool HaveTorchvision() { return test::PythonHas("PIL.Image, torch, torchvision"); }
+bool HaveTorchvision() {
+  return test::PythonHas("PIL.Image, torch, torchvision");
+}
 
 constexpr Filter kAllFilters[] = {Filter::kNearest,  Filter::kBox,
                                   Filter::kBilinear, Filter::kHamming,

@@ -169,9 +169,10 @@ std::vector<uint8_t> Reference(const RgbImage& img, const TransformSpec& s) {
     }
     std::vector<uint8_t> box(static_cast<size_t>(s.box[2]) * s.box[3] * 3);
     for (int y = 0; y < s.box[3]; ++y) {
-      std::memcpy(&box[static_cast<size_t>(y) * s.box[2] * 3],
-                  &padded[(static_cast<size_t>(y + s.box[1]) * pw + s.box[0]) * 3],
-                  static_cast<size_t>(s.box[2]) * 3);
+      std::memcpy(
+          &box[static_cast<size_t>(y) * s.box[2] * 3],
+          &padded[(static_cast<size_t>(y + s.box[1]) * pw + s.box[0]) * 3],
+          static_cast<size_t>(s.box[2]) * 3);
     }
     cur.swap(box);
     w = s.box[2];
@@ -182,7 +183,8 @@ std::vector<uint8_t> Reference(const RgbImage& img, const TransformSpec& s) {
     for (int y = 0; y < h; ++y) {
       uint8_t* row = &cur[static_cast<size_t>(y) * w * 3];
       for (int x = 0; x < w / 2; ++x) {
-        for (int c = 0; c < 3; ++c) std::swap(row[3 * x + c], row[3 * (w - 1 - x) + c]);
+        for (int c = 0; c < 3; ++c)
+          std::swap(row[3 * x + c], row[3 * (w - 1 - x) + c]);
       }
     }
   }
@@ -230,8 +232,8 @@ TEST_F(TransformTest, RegionDecodeEqualsFullDecodeForEveryCrop) {
       s.has_resize_after = false;  // crop only: the decoded pixels themselves
       std::vector<uint8_t> out(s.output_bytes());
       TransformStats st;
-      Status status = TransformJpeg(j.data.data(), j.data.size(), s,
-                                    out.data(), &st);
+      Status status =
+          TransformJpeg(j.data.data(), j.data.size(), s, out.data(), &st);
       ASSERT_TRUE(status.ok()) << status.ToString();
       ASSERT_EQ(out, Reference(j.full, s))
           << "box " << s.box[0] << "," << s.box[1] << " " << s.box[2] << "x"
@@ -248,10 +250,11 @@ TEST_F(TransformTest, CropResizeFlipMatchesThePlainWay) {
   for (const Jpeg& j : *jpegs_) {
     if (!j.fast) continue;
     SCOPED_TRACE(j.name);
-    for (Resample f : {Resample::kNearest, Resample::kBilinear, Resample::kBicubic}) {
+    for (Resample f :
+         {Resample::kNearest, Resample::kBilinear, Resample::kBicubic}) {
       for (int t = 0; t < 12; ++t) {
-        TransformSpec s = RandomCropSpec(&rng, j.full.width, j.full.height,
-                                         1 + t * 7, f);
+        TransformSpec s =
+            RandomCropSpec(&rng, j.full.width, j.full.height, 1 + t * 7, f);
         std::vector<uint8_t> out(s.output_bytes());
         Status status =
             TransformJpeg(j.data.data(), j.data.size(), s, out.data());
@@ -277,21 +280,24 @@ TEST_F(TransformTest, ResizeThenCropComputesTheWindowExactly) {
     SCOPED_TRACE(j.name);
     const int w = j.full.width, h = j.full.height;
     for (int size : {3, 64, 256}) {
-      for (Resample f : {Resample::kNearest, Resample::kBilinear, Resample::kBicubic}) {
+      for (Resample f :
+           {Resample::kNearest, Resample::kBilinear, Resample::kBicubic}) {
         TransformSpec s;
         s.in_width = w;
         s.in_height = h;
         s.has_resize_before = true;
         const bool wide = w >= h;
-        s.resize_before = {wide ? size * w / h : size, wide ? size : size * h / w, f};
+        s.resize_before = {wide ? size * w / h : size,
+                           wide ? size : size * h / w, f};
         if (s.resize_before.width < 1 || s.resize_before.height < 1) continue;
-        const int c = std::min({size * 7 / 8 + 1, s.resize_before.width,
-                                s.resize_before.height});
+        const int c = std::min(
+            {size * 7 / 8 + 1, s.resize_before.width, s.resize_before.height});
         s.has_crop = true;
         s.box[0] = (s.resize_before.width - c) / 2;
         s.box[1] = (s.resize_before.height - c) / 2;
         s.box[2] = s.box[3] = c;
-        for (TransformOutput o : {TransformOutput::kRgb, TransformOutput::kChwF32}) {
+        for (TransformOutput o :
+             {TransformOutput::kRgb, TransformOutput::kChwF32}) {
           s.output = o;
           std::vector<uint8_t> out(s.output_bytes());
           Status status =
@@ -337,11 +343,13 @@ TEST_F(TransformTest, PaddingAndBoxesPastTheEdgeAreMaterialised) {
       s.hflip = t & 1;
       s.output = TransformOutput::kChwU8;
       std::vector<uint8_t> out(s.output_bytes());
-      ASSERT_TRUE(TransformJpeg(j.data.data(), j.data.size(), s, out.data()).ok());
+      ASSERT_TRUE(
+          TransformJpeg(j.data.data(), j.data.size(), s, out.data()).ok());
       std::vector<uint8_t> ref = Reference(j.full, s);
       const size_t plane = static_cast<size_t>(s.box[2]) * s.box[3];
       for (size_t i = 0; i < plane; ++i) {
-        for (int ch = 0; ch < 3; ++ch) ASSERT_EQ(out[ch * plane + i], ref[i * 3 + ch]);
+        for (int ch = 0; ch < 3; ++ch)
+          ASSERT_EQ(out[ch * plane + i], ref[i * 3 + ch]);
       }
     }
   }
@@ -367,7 +375,9 @@ TEST_F(TransformTest, DctScalingIsCloseAndOnlyWhenShrinkingTwofold) {
       s.dct_scaling = true;
       std::vector<uint8_t> fast(s.output_bytes());
       TransformStats st;
-      ASSERT_TRUE(TransformJpeg(j.data.data(), j.data.size(), s, fast.data(), &st).ok());
+      ASSERT_TRUE(
+          TransformJpeg(j.data.data(), j.data.size(), s, fast.data(), &st)
+              .ok());
       const int shrink = std::min(j.full.width / out, j.full.height / out);
       int expect = 1;
       while (expect < 8 && shrink >= 2 * expect) expect *= 2;
@@ -421,7 +431,8 @@ TEST_F(TransformTest, WhatPilMustDecodeIsNotSupported) {
   TransformSpec s;
   s.in_width = s.in_height = 4;
   std::vector<uint8_t> out(s.output_bytes());
-  EXPECT_TRUE(TransformJpeg(junk.data(), junk.size(), s, out.data()).IsNotSupported());
+  EXPECT_TRUE(
+      TransformJpeg(junk.data(), junk.size(), s, out.data()).IsNotSupported());
   int w = 0, h = 0;
   EXPECT_TRUE(ProbeJpeg(junk.data(), junk.size(), &w, &h).IsNotSupported());
   for (const Jpeg& j : *jpegs_) {
@@ -433,7 +444,8 @@ TEST_F(TransformTest, WhatPilMustDecodeIsNotSupported) {
     wrong.in_width = w + 1;
     wrong.in_height = h;
     std::vector<uint8_t> o(wrong.output_bytes());
-    Status status = TransformJpeg(j.data.data(), j.data.size(), wrong, o.data());
+    Status status =
+        TransformJpeg(j.data.data(), j.data.size(), wrong, o.data());
     EXPECT_TRUE(status.IsInvalidArgument()) << status.ToString();
     EXPECT_NE(status.ToString().find("drawn for"), std::string::npos);
   }
@@ -475,7 +487,8 @@ TEST_F(TransformTest, ConcurrentTransformsGiveTheSerialResults) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
-  for (size_t k = 0; k < work.size(); ++k) EXPECT_EQ(parallel[k], serial[k]) << k;
+  for (size_t k = 0; k < work.size(); ++k)
+    EXPECT_EQ(parallel[k], serial[k]) << k;
 }
 
 TEST(TransformSpecTest, ValidateNamesTheBadField) {
