@@ -102,25 +102,25 @@ struct Decoded {
   std::string fallback;  // the encoded bytes, when PIL must decode
 };
 
+// Reads record `i` into *out (one pread; a zstd record grown as its frame
+// produces bytes, see Reader::Read).
+Status ReadRecordBytes(const Reader& reader, uint64_t i, std::string* out) {
+  Record rec;
+  UFSPACK_RETURN_IF_ERROR(reader.GetRecord(i, &rec));
+  if (rec.codec == Codec::kZstd) return reader.Read(rec, out);
+  out->resize(rec.original_length);
+  return reader.Read(rec, out->data(), out->size());
+}
+
 // Reads record `i` into a per-thread buffer and decodes it.
 void ReadAndDecode(const Reader& reader, uint64_t i, Decoded* out) {
   thread_local std::string buffer;
-  Record rec;
-  out->status = reader.GetRecord(i, &rec);
-  if (!out->status.ok()) return;
-  if (rec.codec == Codec::kZstd) {
-    // Grown as the frame produces bytes: a zstd record's original_length
-    // sizes nothing (see Reader::Read).
-    out->status = reader.Read(rec, &buffer);
-  } else {
-    if (buffer.size() < rec.original_length) buffer.resize(rec.original_length);
-    out->status = reader.Read(rec, buffer.data(), buffer.size());
-  }
+  out->status = ReadRecordBytes(reader, i, &buffer);
   if (!out->status.ok()) return;
   // NotSupported (PIL's pixels need PIL) or a decode error: either way PIL
   // decodes the bytes, and raises what ImageFolder would raise.
-  if (!DecodeRgb(buffer.data(), rec.original_length, &out->image).ok()) {
-    out->fallback.assign(buffer.data(), rec.original_length);
+  if (!DecodeRgb(buffer.data(), buffer.size(), &out->image).ok()) {
+    out->fallback = buffer;
   }
 }
 
@@ -154,15 +154,7 @@ struct Prepared {
 };
 
 void ReadAndPrepare(const Reader& reader, uint64_t i, Prepared* out) {
-  Record rec;
-  out->status = reader.GetRecord(i, &rec);
-  if (!out->status.ok()) return;
-  if (rec.codec == Codec::kZstd) {
-    out->status = reader.Read(rec, &out->data);
-  } else {
-    out->data.resize(rec.original_length);
-    out->status = reader.Read(rec, out->data.data(), out->data.size());
-  }
+  out->status = ReadRecordBytes(reader, i, &out->data);
   if (!out->status.ok()) return;
   if (ProbeJpeg(out->data.data(), out->data.size(), &out->width, &out->height)
           .ok()) {
@@ -612,16 +604,6 @@ struct PilDecode {
   Status decoded;              // DecodeInto's, or DecodeRgb's into `array`
   RgbImage array;
 };
-
-// Reads record `i` into *out (one pread; a zstd record grown as its frame
-// produces bytes, see Reader::Read).
-Status ReadRecordBytes(const Reader& reader, uint64_t i, std::string* out) {
-  Record rec;
-  UFSPACK_RETURN_IF_ERROR(reader.GetRecord(i, &rec));
-  if (rec.codec == Codec::kZstd) return reader.Read(rec, out);
-  out->resize(rec.original_length);
-  return reader.Read(rec, out->data(), out->size());
-}
 
 // Reads and decodes `indices` into PIL images made by new_image(width,
 // height): a list of (image, None); (array, None) where the image's layout
