@@ -957,6 +957,12 @@ TEST_F(CrashTest, SecondBuildIsRefusedWhileFirstHoldsTheLock) {
     ::sched_yield();
   }
   ::kill(first, SIGSTOP);
+  // kill() only queues the signal: wait until the build has really stopped,
+  // or it may still create files after `before` is taken (CI saw its index
+  // temporary file appear in between).
+  int stopped = 0;
+  ASSERT_EQ(::waitpid(first, &stopped, WUNTRACED), first);
+  ASSERT_TRUE(WIFSTOPPED(stopped)) << "status " << stopped;
   ASSERT_FALSE(data_tmp.empty()) << "the first build made no temporary file";
   const std::vector<std::string> before = ListDir(out);
 
