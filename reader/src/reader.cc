@@ -105,8 +105,95 @@ Status ResolvePackPath(const std::string& path, std::string* index_path,
 
 Reader::~Reader() = default;
 
+namespace {
+
+// data.ufs of a pack whose source could not be opened: every read fails
+// with the source's error (the cache serves what it holds before this is
+// reached).
+class UnreachableFile final : public RandomAccessFile {
+ public:
+  UnreachableFile(std::string name, Status why, uint64_t size)
+      : name_(std::move(name)), why_(std::move(why)), size_(size) {}
+  Status Read(uint64_t offset, size_t n, char* scratch,
+              size_t* bytes_read) const override {
+    *bytes_read = 0;
+    return Status::IOError(name_ + ": source unreachable, and this record is not in the cache (" +
+                           why_.ToString() + ")");
+  }
+  Status Size(uint64_t* size) const override {
+    *size = size_;
+    return Status::OK();
+  }
+  const std::string& name() const override { return name_; }
+
+ private:
+  const std::string name_;
+  const Status why_;
+  const uint64_t size_;
+};
+
+}  // namespace
+
+Status Reader::OpenCached(const std::string& path,
+                          const ReaderOptions& options,
+                          std::unique_ptr<Reader>* reader) {
+  std::string index_path, data_path;
+  Status s = ResolvePackPath(path, &index_path, &data_path);
+  if (!s.ok()) {
+    // The source may be gone (unmounted, network down): the cache knows
+    // packs by their index path, so derive it as ResolvePackPath would.
+    std::string base = path;
+    while (base.size() > 1 && base.back() == '/') base.pop_back();
+    const size_t slash = base.find_last_of('/');
+    const std::string leaf =
+        slash == std::string::npos ? base : base.substr(slash + 1);
+    if (leaf == kIndexFileName) {
+      index_path = base;
+      data_path = DirName(base) + "/" + kDataFileName;
+    } else {
+      index_path = base + "/" + kIndexFileName;
+      data_path = base + "/" + kDataFileName;
+    }
+  }
+  std::unique_ptr<PackCache> pack;
+  Status attached = options.cache->AttachPack(index_path, data_path, &pack);
+  if (!attached.ok()) return s.ok() ? attached : s;
+  std::unique_ptr<Region> index;
+  UFSPACK_RETURN_IF_ERROR(MapFile(pack->index_path(), &index));
+  std::unique_ptr<RandomAccessFile> data;
+  const bool offline = !pack->source_status().ok();
+  if (!offline) {
+    s = NewPosixRandomAccessFile(data_path, &data);
+    if (!s.ok()) {
+      if (s.IsNotFound()) {
+        return Status::NotFound(data_path + ": missing (" + index_path +
+                                " needs its data file beside it)");
+      }
+      return s;
+    }
+  } else {
+    IndexHeader header;
+    std::string_view in = index->bytes();
+    UFSPACK_RETURN_IF_ERROR(header.DecodeFrom(&in).WithContext(index->name()));
+    data.reset(new UnreachableFile(data_path, pack->source_status(),
+                                   header.data_size));
+  }
+  std::unique_ptr<Reader> r(new Reader());
+  r->options_ = options;
+  r->index_ = std::move(index);
+  r->data_ = std::move(data);
+  r->cache_ = std::move(pack);
+  r->offline_ = offline;
+  UFSPACK_RETURN_IF_ERROR(r->Init());
+  // Messages and info() name the source, not the cache's copy.
+  r->info_.index_path = index_path;
+  *reader = std::move(r);
+  return Status::OK();
+}
+
 Status Reader::Open(const std::string& path, const ReaderOptions& options,
                     std::unique_ptr<Reader>* reader) {
+  if (options.cache) return OpenCached(path, options, reader);
   std::string index_path, data_path;
   UFSPACK_RETURN_IF_ERROR(ResolvePackPath(path, &index_path, &data_path));
   std::unique_ptr<Region> index;
@@ -174,7 +261,9 @@ Status Reader::Init() {
   }
 
   // Pairing: the data header's pack id must match, and the size must be the
-  // one the index recorded.
+  // one the index recorded.  (Offline, the cache checked the pair when it
+  // copied the index; every cached record is checksummed.)
+  if (!offline_) {
   char dh[DataHeader::kEncodedLength];
   size_t got = 0;
   UFSPACK_RETURN_IF_ERROR(data_->Read(0, sizeof(dh), dh, &got));
@@ -199,6 +288,7 @@ Status Reader::Init() {
                               std::to_string(header.data_size) +
                               " bytes (recorded in " + iname + "), found " +
                               std::to_string(data_size));
+  }
   }
 
   if (options_.verify_index_checksum) {
@@ -392,6 +482,9 @@ Status Reader::Find(std::string_view name, uint64_t* index) const {
 // Reads the stored bytes of `r` into dst[0, r.stored_length) with one pread
 // and verifies the checksum.
 Status Reader::ReadStored(const Record& r, char* dst) const {
+  if (cache_ && cache_->Lookup(r.index, r.stored_length, r.checksum, dst)) {
+    return Status::OK();
+  }
   size_t got = 0;
   Status s = data_->Read(r.offset, r.stored_length, dst, &got);
   if (!s.ok()) {
@@ -405,9 +498,11 @@ Status Reader::ReadStored(const Record& r, char* dst) const {
         ": short read: expected " + std::to_string(r.stored_length) +
         " bytes, found " + std::to_string(got) + " (data file truncated?)");
   }
-  if (options_.verify_checksums) {
+  if (options_.verify_checksums || cache_) {
     const uint64_t actual = Checksum64(dst, got);
-    if (actual != r.checksum) {
+    if (actual == r.checksum) {
+      if (cache_) cache_->Insert(r.index, dst, got, r.checksum);
+    } else if (options_.verify_checksums) {
       return Status::Corruption(
           data_->name() + ": record " + std::to_string(r.index) + " '" +
           EscapeBytes(r.name) + "' at offset " + std::to_string(r.offset) +
@@ -839,4 +934,9 @@ Status Reader::CheckIndex() const {
   return Status::OK();
 }
 
+}  // namespace ufspack
+
+namespace ufspack {
+PackCache::~PackCache() = default;
+RecordCache::~RecordCache() = default;
 }  // namespace ufspack

@@ -62,6 +62,7 @@
 #include <vector>
 
 #include "ufspack/export.h"
+#include "ufspack/record_cache.h"
 #include "ufspack/status.h"
 #include "ufspack/types.h"
 
@@ -79,6 +80,14 @@ struct ReaderOptions {
   // Hash the whole index body at Open() (O(index size)).  Off by default so
   // Open() stays constant-time; `ufspack verify` always checks it.
   bool verify_index_checksum = false;
+  // A cache of record bytes (the node-local cache: ufspack/cache.h).  When
+  // set, Open() maps the cache's verified copy of index.ufs, Read() serves
+  // cached records from it and offers every record read from data.ufs to
+  // it.  Cached bytes are always checksummed, whatever verify_checksums
+  // says.  If the source cannot be opened but the cache holds a copy of its
+  // index, Open() succeeds and only uncached records fail, with an IOError
+  // naming the source.  Shared: one cache may serve many readers.
+  std::shared_ptr<RecordCache> cache;
 };
 
 // One record's index entry, decoded and validated.
@@ -148,6 +157,10 @@ class UFSPACK_EXPORT Reader {
                      std::unique_ptr<RandomAccessFile> data,
                      const ReaderOptions& options,
                      std::unique_ptr<Reader>* reader);
+
+  // True when Open() found the source unreachable and serves the pack from
+  // options().cache alone (see ReaderOptions::cache).
+  bool offline() const { return offline_; }
 
   ~Reader();
   Reader(const Reader&) = delete;
@@ -228,6 +241,10 @@ class UFSPACK_EXPORT Reader {
  private:
   Reader() = default;
   Status Init();
+  // Open() with options.cache set.
+  static Status OpenCached(const std::string& path,
+                           const ReaderOptions& options,
+                           std::unique_ptr<Reader>* reader);
   Status Corrupt(uint64_t i, std::string_view name,
                  std::string_view what) const;
   Status ReadStored(const Record& r, char* dst) const;
@@ -239,8 +256,10 @@ class UFSPACK_EXPORT Reader {
   ReaderOptions options_;
   PackInfo info_;
   uint64_t body_checksum_ = 0;  // IndexHeader.body_checksum
+  bool offline_ = false;
   std::unique_ptr<Region> index_;
   std::unique_ptr<RandomAccessFile> data_;
+  std::unique_ptr<PackCache> cache_;  // options_.cache's view of this pack
   std::string_view records_;  // record table bytes
   std::string_view classes_;  // class table bytes
   std::string_view lookup_;   // lookup slots

@@ -1,0 +1,307 @@
+// Copyright 2026 The ufspack Authors.
+#include "ufspack/cache.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "pack_cache.h"
+#include "store.h"
+#include "ufspack/coding.h"
+#include "ufspack/format.h"
+#include "ufspack/types.h"
+
+namespace ufspack {
+
+using cache_internal::PackCacheImpl;
+using cache_internal::Store;
+using cache_internal::Table;
+
+namespace {
+
+// `path` made absolute and lexically normal ("a/./b/../c" -> "/cwd/a/c"),
+// without touching the file system: the source may be unreachable.
+std::string AbsolutePath(const std::string& path) {
+  std::string full = path;
+  if (full.empty() || full[0] != '/') {
+    char cwd[4096];
+    if (::getcwd(cwd, sizeof(cwd)) != nullptr) {
+      full = std::string(cwd) + "/" + path;
+    }
+  }
+  std::vector<std::string> parts;
+  size_t pos = 0;
+  while (pos <= full.size()) {
+    size_t next = full.find('/', pos);
+    if (next == std::string::npos) next = full.size();
+    const std::string part = full.substr(pos, next - pos);
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    pos = next + 1;
+  }
+  std::string out;
+  for (const std::string& p : parts) out += "/" + p;
+  return out.empty() ? "/" : out;
+}
+
+// Reads and decodes the header of the index at `path`.
+Status ReadIndexHeader(const std::string& path, IndexHeader* header) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(path, errno);
+  char buf[IndexHeader::kEncodedLength];
+  ssize_t n;
+  do {
+    n = ::pread(fd, buf, sizeof(buf), 0);
+  } while (n < 0 && errno == EINTR);
+  const int e = errno;
+  ::close(fd);
+  if (n < 0) return Status::FromErrno(path + ": read", e);
+  std::string_view in(buf, static_cast<size_t>(n));
+  UFSPACK_RETURN_IF_ERROR(header->DecodeFrom(&in).WithContext(path));
+  return header->ValidateLayout().WithContext(path);
+}
+
+// Copies the index at `source` to `dst`, checking that its size is the
+// header's and that its body hashes to the pack id (the id is XXH3-128 of
+// the body): a copy that passes is the index the source had.
+Status CopyIndex(const std::string& source, const IndexHeader& header,
+                 const std::string& dst) {
+  int in = ::open(source.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return Status::FromErrno(source, errno);
+  int out = ::open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (out < 0) {
+    int e = errno;
+    ::close(in);
+    return Status::FromErrno(dst, e);
+  }
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_128bits_reset(state);
+  std::vector<char> buf(1 << 20);
+  uint64_t offset = 0;
+  Status s;
+  while (s.ok()) {
+    ssize_t n = ::pread(in, buf.data(), buf.size(), static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      s = Status::FromErrno(source + ": read at offset " + std::to_string(offset),
+                            errno);
+      break;
+    }
+    if (n == 0) break;
+    const char* p = buf.data();
+    size_t len = static_cast<size_t>(n);
+    // The body starts after the header.
+    if (offset < IndexHeader::kEncodedLength) {
+      const size_t skip = static_cast<size_t>(
+          std::min<uint64_t>(len, IndexHeader::kEncodedLength - offset));
+      XXH3_128bits_update(state, p + skip, len - skip);
+    } else {
+      XXH3_128bits_update(state, p, len);
+    }
+    size_t done = 0;
+    while (done < len) {
+      ssize_t w = ::write(out, p + done, len - done);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        s = Status::FromErrno(dst + ": write", errno);
+        break;
+      }
+      done += static_cast<size_t>(w);
+    }
+    offset += len;
+  }
+  const XXH128_hash_t h = XXH3_128bits_digest(state);
+  XXH3_freeState(state);
+  ::close(in);
+  if (::close(out) != 0 && s.ok()) s = Status::FromErrno(dst + ": close", errno);
+  if (!s.ok()) return s;
+  if (offset != header.index_size) {
+    return Status::Corruption(source + ": size: expected " +
+                              std::to_string(header.index_size) +
+                              " bytes (recorded in its header), found " +
+                              std::to_string(offset));
+  }
+  PackId id;
+  EncodeFixed64(reinterpret_cast<char*>(id.bytes.data()), h.low64);
+  EncodeFixed64(reinterpret_cast<char*>(id.bytes.data()) + 8, h.high64);
+  if (id != header.pack_id) {
+    return Status::Corruption(source + ": index body does not hash to its pack id " +
+                              header.pack_id.ToHex() + " (found " + id.ToHex() +
+                              "): changed while being copied, or damaged");
+  }
+  return Status::OK();
+}
+
+std::string RawTableName(const std::string& pack_hex) {
+  return "raw/" + pack_hex;
+}
+
+}  // namespace
+
+SampleTable::~SampleTable() = default;
+
+bool SampleTable::Get(uint64_t slot, std::string* out) {
+  for (auto& t : tables_) {
+    if (t->Get(slot, out)) return true;
+  }
+  return false;
+}
+
+bool SampleTable::Put(uint64_t slot, const char* data, uint64_t length) {
+  const uint64_t checksum = Checksum64(data, static_cast<size_t>(length));
+  for (auto& t : tables_) {
+    Table::PutResult r = t->Put(slot, data, length, checksum);
+    if (r == Table::PutResult::kStored || r == Table::PutResult::kPresent) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Cache::~Cache() = default;
+
+Status Cache::Open(const CacheOptions& options, std::shared_ptr<Cache>* cache) {
+  if (options.dir.empty()) {
+    return Status::InvalidArgument("cache: no directory given");
+  }
+  std::shared_ptr<Cache> c(new Cache());
+  c->options_ = options;
+  if (!c->options_.warn) {
+    c->options_.warn = [](const std::string& m) {
+      std::string line = "ufspack: warning: " + m + "\n";
+      ssize_t ignored = ::write(2, line.data(), line.size());
+      (void)ignored;
+    };
+  }
+  if (!options.ram_dir.empty()) {
+    std::unique_ptr<Store> ram;
+    Status s = Store::Open(options.ram_dir, options.ram_limit,
+                           options.min_ram_tier_bytes, c->options_.warn, &ram);
+    if (s.ok()) {
+      c->tiers_.push_back(std::move(ram));
+    } else {
+      c->options_.warn("RAM tier " + options.ram_dir + " not used: " +
+                       std::string(s.message()) + "; caching in " + options.dir + " only");
+    }
+  }
+  std::unique_ptr<Store> disk;
+  UFSPACK_RETURN_IF_ERROR(Store::Open(options.dir, options.limit, 0,
+                                      c->options_.warn, &disk));
+  c->tiers_.push_back(std::move(disk));
+  *cache = std::move(c);
+  return Status::OK();
+}
+
+Status Cache::AttachPack(const std::string& index_path,
+                         const std::string& data_path,
+                         std::unique_ptr<PackCache>* pack) {
+  const std::string source = AbsolutePath(index_path);
+  Store* disk = tiers_.back().get();
+  IndexHeader header;
+  Status source_status = ReadIndexHeader(index_path, &header);
+  if (source_status.IsCorruption() || source_status.IsNotSupported()) {
+    return source_status;  // readable, but not an index this build serves
+  }
+  std::vector<std::unique_ptr<Table>> tables;
+  if (!source_status.ok()) {
+    // Unreachable: serve the copy of the index this path had, if any.
+    std::string hex;
+    if (!disk->LookupSource(source, &hex).ok()) return source_status;
+    for (auto& tier : tiers_) {
+      std::unique_ptr<Table> t;
+      if (tier->OpenTable(RawTableName(hex), 0, false, nullptr, &t).ok()) {
+        tables.push_back(std::move(t));
+      }
+    }
+    if (tables.empty() || tables.back()->store() != disk ||
+        ::access((tables.back()->dir() + "/index.ufs").c_str(), R_OK) != 0) {
+      return source_status;
+    }
+    const std::string copy = tables.back()->dir() + "/index.ufs";
+    disk->WarnOnce("offline:" + source,
+                   index_path + " is unreachable (" + source_status.ToString() +
+                       "); serving the records cached in " + disk->dir() +
+                       " (others fail)");
+    pack->reset(new PackCacheImpl(std::move(tables), copy, source_status));
+    return Status::OK();
+  }
+
+  const std::string hex = header.pack_id.ToHex();
+  const std::string name = RawTableName(hex);
+  std::string copy;
+  for (auto& tier : tiers_) {
+    const bool is_disk = tier.get() == disk;
+    Store::Populate populate;
+    if (is_disk) {
+      populate = [&](const std::string& tmp, uint64_t* charged) -> Status {
+        UFSPACK_RETURN_IF_ERROR(
+            CopyIndex(index_path, header, tmp + "/index.ufs"));
+        *charged = (header.index_size + cache_internal::kBlock - 1) /
+                   cache_internal::kBlock * cache_internal::kBlock;
+        return Status::OK();
+      };
+    }
+    std::unique_ptr<Table> t;
+    Status s = tier->OpenTable(name, header.record_count, true, populate, &t);
+    if (s.ok()) {
+      if (is_disk) copy = t->dir() + "/index.ufs";
+      tables.push_back(std::move(t));
+    } else if (s.IsCorruption() && s.message().find(index_path) == 0) {
+      return s;  // the source index itself is damaged
+    } else {
+      tier->WarnOnce("attach:" + hex, "cache " + tier->dir() + ": pack " +
+                                          index_path + " not cached there: " +
+                                          s.ToString());
+    }
+  }
+  if (!copy.empty()) disk->RememberSource(source, hex);
+  pack->reset(new PackCacheImpl(std::move(tables),
+                                copy.empty() ? index_path : copy, Status::OK()));
+  return Status::OK();
+}
+
+Status Cache::OpenSampleTable(const std::string& name, uint64_t slot_count,
+                              std::unique_ptr<SampleTable>* table) {
+  std::unique_ptr<SampleTable> st(new SampleTable());
+  st->slot_count_ = slot_count;
+  for (auto& tier : tiers_) {
+    std::unique_ptr<Table> t;
+    Status s = tier->OpenTable(name, slot_count, true, nullptr, &t);
+    if (s.ok()) {
+      st->tables_.push_back(std::move(t));
+    } else if (s.IsCorruption()) {
+      return s;
+    } else {
+      tier->WarnOnce("attach:" + name, "cache " + tier->dir() + ": table " +
+                                           name + " not cached there: " +
+                                           s.ToString());
+    }
+  }
+  *table = std::move(st);
+  return Status::OK();
+}
+
+std::vector<CacheTierStats> Cache::Stats() const {
+  std::vector<CacheTierStats> out;
+  for (auto& tier : tiers_) out.push_back(tier->Stats());
+  return out;
+}
+
+Status Cache::Stat(const std::string& dir, CacheTierStats* stats) {
+  return Store::StatDir(dir, stats);
+}
+
+Status Cache::Clear(const std::string& dir, uint64_t* kept) {
+  return Store::ClearDir(dir, kept);
+}
+
+}  // namespace ufspack

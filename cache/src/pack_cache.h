@@ -1,0 +1,74 @@
+// Copyright 2026 The ufspack Authors.
+//
+// The raw-record view of one pack in every tier of a Cache (the
+// PackCache a Reader uses).  Not part of the installed API.
+#ifndef UFSPACK_CACHE_PACK_CACHE_H_
+#define UFSPACK_CACHE_PACK_CACHE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "store.h"
+#include "ufspack/record_cache.h"
+
+namespace ufspack {
+namespace cache_internal {
+
+class PackCacheImpl final : public PackCache {
+ public:
+  PackCacheImpl(std::vector<std::unique_ptr<Table>> tables,
+                std::string index_path, Status source_status)
+      : tables_(std::move(tables)),
+        index_path_(std::move(index_path)),
+        source_status_(std::move(source_status)) {}
+
+  const std::string& index_path() const override { return index_path_; }
+  const Status& source_status() const override { return source_status_; }
+
+  bool Lookup(uint64_t i, uint64_t length, uint64_t checksum,
+              char* dst) override {
+    for (auto& t : tables_) {
+      if (t->Lookup(i, length, checksum, dst)) return true;
+    }
+    return false;
+  }
+
+  void Insert(uint64_t i, const char* data, uint64_t length,
+              uint64_t checksum) override {
+    Put(i, data, length, checksum);
+  }
+
+  // The first tier with room takes the record (RAM, then disk).
+  Table::PutResult Put(uint64_t i, const char* data, uint64_t length,
+                       uint64_t checksum) {
+    Table::PutResult last = Table::PutResult::kRefused;
+    for (auto& t : tables_) {
+      last = t->Put(i, data, length, checksum);
+      if (last == Table::PutResult::kStored ||
+          last == Table::PutResult::kPresent) {
+        return last;
+      }
+    }
+    return last;
+  }
+
+  bool Contains(uint64_t i) const {
+    for (auto& t : tables_) {
+      if (t->Contains(i)) return true;
+    }
+    return false;
+  }
+
+  bool empty() const { return tables_.empty(); }
+
+ private:
+  std::vector<std::unique_ptr<Table>> tables_;  // RAM tier first
+  const std::string index_path_;
+  const Status source_status_;
+};
+
+}  // namespace cache_internal
+}  // namespace ufspack
+
+#endif  // UFSPACK_CACHE_PACK_CACHE_H_

@@ -1,0 +1,168 @@
+// Copyright 2026 The ufspack Authors.
+//
+// One cache directory (one tier) and the tables in it.  docs/cache.md
+// specifies the layout; in short:
+//
+//   DIR/ufspack-cache          header: magic, version, limit, the charged
+//                              byte count and the counters, mmap'd shared
+//   DIR/ns/<hex>/key           a table's name (the hex is its XXH3-128)
+//   DIR/ns/<hex>/slots         64-byte header + one 64-bit word per slot
+//   DIR/ns/<hex>/log           entries: 32-byte header + bytes, 8-aligned
+//   DIR/ns/<hex>/index.ufs     raw-record tables: the pack's index copy
+//   DIR/sources/<hex>          which pack id a source index path had
+//   DIR/locks/<hex>            serialises the creation of one table
+//   DIR/tmp/                   tables being created or evicted
+//
+// Not part of the installed API.
+#ifndef UFSPACK_CACHE_STORE_H_
+#define UFSPACK_CACHE_STORE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "ufspack/cache.h"
+#include "ufspack/status.h"
+
+namespace ufspack {
+namespace cache_internal {
+
+using WarnFn = std::function<void(const std::string&)>;
+
+// The shared counters of a directory's header, in header order.
+enum Counter : int {
+  kHits = 0,
+  kMisses,
+  kInserts,
+  kRefused,
+  kDropped,
+  kErrors,
+  kEvicted,
+  kEntries,
+  kCounterCount
+};
+
+inline constexpr char kHeaderFileName[] = "ufspack-cache";
+inline constexpr uint64_t kHeaderSize = 4096;
+inline constexpr uint32_t kCacheVersion = 1;
+inline constexpr uint64_t kSlotsHeaderSize = 64;
+inline constexpr uint64_t kEntryHeaderSize = 32;
+inline constexpr uint64_t kMaxEntryLength = (1ull << 24) - 1;
+// What the directory's own files and subdirectories are charged.
+inline constexpr uint64_t kBlock = 4096;
+inline constexpr uint64_t kBaseCharge = 8 * kBlock;
+
+class Table;
+
+class Store {
+ public:
+  // Opens or creates the directory.  `limit` 0 keeps the directory's limit
+  // (a new one gets half the free space).  `min_bytes` > 0: NotSupported
+  // when the tier could hold less (the caller reports and skips it).
+  static Status Open(const std::string& dir, uint64_t limit,
+                     uint64_t min_bytes, const WarnFn& warn,
+                     std::unique_ptr<Store>* out);
+  ~Store();
+
+  const std::string& dir() const { return dir_; }
+  uint64_t limit() const { return limit_; }
+
+  // Charges `n` bytes against the limit; false (counted as refused) when
+  // they do not fit even after evicting tables no process uses.
+  bool Reserve(uint64_t n, const Table* keep);
+  void Unreserve(uint64_t n);
+  void Count(Counter c, int64_t delta = 1);
+
+  // Opens table `name` with `slot_count` slots.  When absent and `create`,
+  // creates it, first letting `populate(tmp_dir)` add files (the index
+  // copy); NotFound when absent and !create; ResourceExhausted-like
+  // Aborted when the tier has no room for it.
+  using Populate = std::function<Status(const std::string& tmp_dir,
+                                        uint64_t* charged)>;
+  Status OpenTable(const std::string& name, uint64_t slot_count, bool create,
+                   const Populate& populate, std::unique_ptr<Table>* out);
+
+  // Remembers that the index at `source` (an absolute path) had pack id
+  // `pack_hex`; LookupSource reads it back (NotFound if never seen).
+  void RememberSource(const std::string& source, const std::string& pack_hex);
+  Status LookupSource(const std::string& source, std::string* pack_hex) const;
+
+  // Prints `message` once per process for `key`.
+  void WarnOnce(const std::string& key, const std::string& message);
+  // A write to the tier failed: counted, warned once, and caching into
+  // this tier is off for this process.
+  void WriteFailed(const std::string& what, const Status& s);
+  bool writes_disabled() const {
+    return writes_disabled_.load(std::memory_order_relaxed);
+  }
+
+  CacheTierStats Stats() const;
+  static Status StatDir(const std::string& dir, CacheTierStats* stats);
+  static Status ClearDir(const std::string& dir, uint64_t* kept);
+
+ private:
+  Store() = default;
+  Status Init(uint64_t limit, uint64_t min_bytes);
+  // With the exclusive lock: recomputes the charged bytes and entries from
+  // the tables, removes tmp/ leftovers.
+  void Recount();
+  // Evicts unused tables, least recently attached first, until `need`
+  // bytes are free or none is left.  Returns the bytes freed.
+  uint64_t EvictUnused(uint64_t need, const Table* keep);
+  std::atomic<uint64_t>* word(uint64_t offset) const;
+
+  std::string dir_;
+  WarnFn warn_;
+  int header_fd_ = -1;  // flock(LOCK_SH) while attached
+  char* header_ = nullptr;
+  uint64_t limit_ = 0;  // effective: min(configured, what the FS can hold)
+  std::atomic<bool> writes_disabled_{false};
+  std::atomic<int64_t> last_evict_ms_{0};
+  mutable std::mutex warn_mu_;
+  std::set<std::string> warned_;
+};
+
+// One table: slot words in a shared mapping, entries in an append-only log.
+class Table {
+ public:
+  ~Table();
+  const std::string& dir() const { return dir_; }
+  uint64_t slot_count() const { return slot_count_; }
+  Store* store() const { return store_; }
+  bool Contains(uint64_t slot) const;
+  // Raw records: exactly `length` bytes whose XXH3-64 is `checksum`.
+  bool Lookup(uint64_t slot, uint64_t length, uint64_t checksum, char* dst);
+  // Samples: whatever bytes the slot holds (checksummed).
+  bool Get(uint64_t slot, std::string* out);
+  enum class PutResult { kStored, kPresent, kRefused, kFailed };
+  PutResult Put(uint64_t slot, const char* data, uint64_t length,
+                uint64_t checksum);
+
+ private:
+  friend class Store;
+  Table() = default;
+  std::atomic<uint64_t>* slot_word(uint64_t slot) const;
+  std::atomic<uint64_t>* header_word(uint64_t offset) const;
+  // Reads and checks the entry `word` points at; false if damaged.
+  bool ReadEntry(uint64_t slot, uint64_t word, char* dst, uint64_t length,
+                 const uint64_t* expected_checksum);
+  void Drop(uint64_t slot, uint64_t word);
+
+  Store* store_ = nullptr;
+  std::string dir_;
+  uint64_t slot_count_ = 0;
+  uint64_t table_id_ = 0;
+  int key_fd_ = -1;  // flock(LOCK_SH): the table is in use
+  int log_fd_ = -1;
+  char* slots_ = nullptr;
+  size_t slots_bytes_ = 0;
+};
+
+}  // namespace cache_internal
+}  // namespace ufspack
+
+#endif  // UFSPACK_CACHE_STORE_H_
