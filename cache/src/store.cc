@@ -65,7 +65,8 @@ std::string FormatBytesIEC(uint64_t n) {
   }
   char buf[32];
   if (u == 0) {
-    std::snprintf(buf, sizeof(buf), "%llu B", static_cast<unsigned long long>(n));
+    std::snprintf(buf, sizeof(buf), "%llu B",
+                  static_cast<unsigned long long>(n));
   } else {
     std::snprintf(buf, sizeof(buf), "%.1f %s", v, units[u]);
   }
@@ -127,8 +128,8 @@ Status WriteAll(int fd, const std::string& path, const char* data, size_t n,
                 uint64_t offset) {
   size_t done = 0;
   while (done < n) {
-    ssize_t w = ::pwrite(fd, data + done, n - done,
-                         static_cast<off_t>(offset + done));
+    ssize_t w =
+        ::pwrite(fd, data + done, n - done, static_cast<off_t>(offset + done));
     if (w < 0) {
       if (errno == EINTR) continue;
       return Status::FromErrno(path + ": write", errno);
@@ -223,7 +224,8 @@ void DefaultWarn(const std::string& message) {
 
 }  // namespace
 
-// --- Store --------------------------------------------------------------------
+// --- Store
+// --------------------------------------------------------------------
 
 Status Store::Open(const std::string& dir, uint64_t limit, uint64_t min_bytes,
                    const WarnFn& warn, std::unique_ptr<Store>* out) {
@@ -250,8 +252,9 @@ std::atomic<uint64_t>* Store::word(uint64_t offset) const {
 
 Status Store::Init(uint64_t limit, uint64_t min_bytes) {
   if (!HostIsLittleEndian()) {
-    return Status::NotSupported("the cache's shared counters are "
-                                "little-endian; this host is not");
+    return Status::NotSupported(
+        "the cache's shared counters are "
+        "little-endian; this host is not");
   }
   UFSPACK_RETURN_IF_ERROR(MakeDirs(dir_));
   const std::string header_path = dir_ + "/" + kHeaderFileName;
@@ -271,7 +274,8 @@ Status Store::Init(uint64_t limit, uint64_t min_bytes) {
     for (const std::string& n : ListDir(dir_)) {
       if (n.rfind(".ufspack-cache.", 0) == 0) continue;  // a racing creator
       return Status::IOError(
-          dir_ + ": not a ufspack cache directory (it is not empty and has no " +
+          dir_ +
+          ": not a ufspack cache directory (it is not empty and has no " +
           kHeaderFileName + " file); give a new or empty directory");
     }
     std::string hdr(kHeaderSize, '\0');
@@ -322,8 +326,8 @@ Status Store::Init(uint64_t limit, uint64_t min_bytes) {
   if (e != 0 && e != EOPNOTSUPP && e != EINVAL) {
     return Status::FromErrno(header_path + ": reserving its blocks", e);
   }
-  void* m = ::mmap(nullptr, kHeaderSize, PROT_READ | PROT_WRITE, MAP_SHARED,
-                   fd, 0);
+  void* m =
+      ::mmap(nullptr, kHeaderSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (m == MAP_FAILED) return Status::FromErrno(header_path + ": mmap", errno);
   header_ = static_cast<char*>(m);
   for (const char* sub : {"ns", "tmp", "sources", "locks"}) {
@@ -336,7 +340,8 @@ Status Store::Init(uint64_t limit, uint64_t min_bytes) {
   // processes left.  Then hold the shared lock while attached.
   if (::flock(fd, LOCK_EX | LOCK_NB) == 0) Recount();
   while (::flock(fd, LOCK_SH) != 0) {
-    if (errno != EINTR) return Status::FromErrno(header_path + ": flock", errno);
+    if (errno != EINTR)
+      return Status::FromErrno(header_path + ": flock", errno);
   }
 
   if (limit != 0) word(kHdrLimit)->store(limit);
@@ -432,10 +437,9 @@ uint64_t Store::EvictUnused(uint64_t need, const Table* keep) {
     }
     unused.push_back({static_cast<int64_t>(st.st_mtime), n, fd});
   }
-  std::sort(unused.begin(), unused.end(),
-            [](const Candidate& a, const Candidate& b) {
-              return a.mtime < b.mtime;
-            });
+  std::sort(
+      unused.begin(), unused.end(),
+      [](const Candidate& a, const Candidate& b) { return a.mtime < b.mtime; });
   uint64_t freed = 0;
   for (const Candidate& c : unused) {
     if (freed < need) {
@@ -448,7 +452,8 @@ uint64_t Store::EvictUnused(uint64_t need, const Table* keep) {
         if (valid) {
           const uint64_t charged = DecodeFixed64(hdr + kSlCharged);
           Unreserve(charged);
-          Count(kEntries, -static_cast<int64_t>(DecodeFixed64(hdr + kSlEntries)));
+          Count(kEntries,
+                -static_cast<int64_t>(DecodeFixed64(hdr + kSlEntries)));
           freed += charged;
         }
         Count(kEvicted);
@@ -480,36 +485,58 @@ Status Store::OpenTable(const std::string& name, uint64_t slot_count,
           a.st_dev != b.st_dev) {
         continue;
       }
-      std::string key;
-      char buf[4096];
-      ssize_t n = ::pread(t->key_fd_, buf, sizeof(buf), 0);
-      if (n < 0 || std::string(buf, static_cast<size_t>(n)) != name) {
-        return Status::Corruption(path + "/key: expected table name '" +
-                                  EscapeBytes(name) + "'");
+      uint64_t count = 0;
+      struct stat st;
+      int sfd = -1;
+      Status valid = [&]() -> Status {
+        char buf[4096];
+        ssize_t n = ::pread(t->key_fd_, buf, sizeof(buf), 0);
+        if (n < 0 || std::string(buf, static_cast<size_t>(n)) != name) {
+          return Status::Corruption(path + "/key: expected table name '" +
+                                    EscapeBytes(name) + "'");
+        }
+        const std::string slots = path + "/slots";
+        sfd = ::open(slots.c_str(), O_RDWR | O_CLOEXEC);
+        if (sfd < 0)
+          return Status::Corruption(slots + ": " + std::strerror(errno));
+        char hdr[kSlotsHeaderSize];
+        if (::fstat(sfd, &st) != 0 || ::pread(sfd, hdr, sizeof(hdr), 0) !=
+                                          static_cast<ssize_t>(sizeof(hdr))) {
+          return Status::Corruption(slots + ": unreadable slots header");
+        }
+        count = DecodeFixed64(hdr + kSlCount);
+        if (std::memcmp(hdr, kSlotsMagic, 8) != 0 ||
+            DecodeFixed32(hdr + kSlVersion) != kCacheVersion ||
+            DecodeFixed64(hdr + kSlTableId) != t->table_id_ ||
+            count >
+                (static_cast<uint64_t>(st.st_size) - kSlotsHeaderSize) / 8 ||
+            static_cast<uint64_t>(st.st_size) != kSlotsHeaderSize + 8 * count ||
+            (slot_count != 0 && count != slot_count)) {
+          return Status::Corruption(slots + ": bad slots header (expected " +
+                                    std::to_string(slot_count) + " slots of " +
+                                    EscapeBytes(name) + ", found " +
+                                    std::to_string(count) + ")");
+        }
+        if (::access((path + "/log").c_str(), R_OK | W_OK) != 0) {
+          return Status::Corruption(path + "/log: " + std::strerror(errno));
+        }
+        return Status::OK();
+      }();
+      if (!valid.ok()) {
+        if (sfd >= 0) ::close(sfd);
+        // The cache is untrusted: a damaged table nobody else has open is
+        // discarded and made anew; one in use is left to its users.
+        if (::flock(t->key_fd_, LOCK_EX | LOCK_NB) != 0) return valid;
+        const std::string gone = dir_ + "/tmp/damaged-" + UniqueSuffix();
+        if (::rename(path.c_str(), gone.c_str()) != 0) return valid;
+        RemoveTree(gone);
+        Count(kDropped);
+        WarnOnce("damaged:" + path, "cache " + dir_ +
+                                        ": discarded a damaged table (" +
+                                        valid.ToString() + ")");
+        continue;
       }
       const std::string slots = path + "/slots";
-      int sfd = ::open(slots.c_str(), O_RDWR | O_CLOEXEC);
-      if (sfd < 0) return Status::FromErrno(slots, errno);
-      struct stat st;
-      char hdr[kSlotsHeaderSize];
-      if (::fstat(sfd, &st) != 0 ||
-          ::pread(sfd, hdr, sizeof(hdr), 0) != static_cast<ssize_t>(sizeof(hdr))) {
-        ::close(sfd);
-        return Status::Corruption(slots + ": unreadable slots header");
-      }
-      const uint64_t count = DecodeFixed64(hdr + kSlCount);
-      if (std::memcmp(hdr, kSlotsMagic, 8) != 0 ||
-          DecodeFixed32(hdr + kSlVersion) != kCacheVersion ||
-          DecodeFixed64(hdr + kSlTableId) != t->table_id_ ||
-          count > (static_cast<uint64_t>(st.st_size) - kSlotsHeaderSize) / 8 ||
-          static_cast<uint64_t>(st.st_size) != kSlotsHeaderSize + 8 * count ||
-          (slot_count != 0 && count != slot_count)) {
-        ::close(sfd);
-        return Status::Corruption(slots + ": bad slots header (expected " +
-                                  std::to_string(slot_count) + " slots of " +
-                                  EscapeBytes(name) + ", found " +
-                                  std::to_string(count) + ")");
-      }
       t->slot_count_ = count;
       t->slots_bytes_ = static_cast<size_t>(st.st_size);
       void* m = ::mmap(nullptr, t->slots_bytes_, PROT_READ | PROT_WRITE,
@@ -525,7 +552,8 @@ Status Store::OpenTable(const std::string& name, uint64_t slot_count,
       return Status::OK();
     }
     if (errno != ENOENT) return Status::FromErrno(path + "/key", errno);
-    if (!create) return Status::NotFound(path + ": no table " + EscapeBytes(name));
+    if (!create)
+      return Status::NotFound(path + ": no table " + EscapeBytes(name));
 
     // Create: one process at a time per table (the others then open it).
     const std::string lock_path = dir_ + "/locks/" + hex;
@@ -580,8 +608,9 @@ Status Store::OpenTable(const std::string& name, uint64_t slot_count,
       return s;
     }
   }
-  return Status::IOError(path + ": table keeps disappearing (evicted while "
-                                "being opened?)");
+  return Status::IOError(path +
+                         ": table keeps disappearing (evicted while "
+                         "being opened?)");
 }
 
 void Store::RememberSource(const std::string& source,
@@ -605,7 +634,8 @@ Status Store::LookupSource(const std::string& source,
   const std::string path = dir_ + "/sources/" + NameHex(source);
   std::string contents;
   Status s = ReadWholeFile(path, &contents);
-  if (!s.ok()) return Status::NotFound(source + ": never opened through " + dir_);
+  if (!s.ok())
+    return Status::NotFound(source + ": never opened through " + dir_);
   const size_t nl = contents.find('\n');
   if (nl != 32 || contents.substr(33) != source + "\n") {
     return Status::Corruption(path + ": damaged source record");
@@ -663,19 +693,23 @@ Status Store::StatDir(const std::string& dir, CacheTierStats* stats) {
     }
     return s;
   }
-  if (hdr.size() != kHeaderSize || std::memcmp(hdr.data(), kHeaderMagic, 8) != 0) {
+  if (hdr.size() != kHeaderSize ||
+      std::memcmp(hdr.data(), kHeaderMagic, 8) != 0) {
     return Status::Corruption(header_path + ": not a ufspack cache header");
   }
   if (DecodeFixed32(hdr.data() + kHdrVersion) != kCacheVersion) {
-    return Status::NotSupported(header_path + ": unsupported cache version " +
-                                std::to_string(DecodeFixed32(hdr.data() + kHdrVersion)));
+    return Status::NotSupported(
+        header_path + ": unsupported cache version " +
+        std::to_string(DecodeFixed32(hdr.data() + kHdrVersion)));
   }
   stats->dir = dir;
   stats->limit = DecodeFixed64(hdr.data() + kHdrLimit);
   stats->charged_bytes = DecodeFixed64(hdr.data() + kHdrCharged);
   stats->disk_bytes = DiskUsage(dir);
   stats->tables = ListDir(dir + "/ns").size();
-  auto c = [&](int i) { return DecodeFixed64(hdr.data() + kHdrCounters + 8 * i); };
+  auto c = [&](int i) {
+    return DecodeFixed64(hdr.data() + kHdrCounters + 8 * i);
+  };
   stats->hits = c(kHits);
   stats->misses = c(kMisses);
   stats->inserts = c(kInserts);
@@ -710,7 +744,8 @@ Status Store::ClearDir(const std::string& dir, uint64_t* kept) {
   return Status::OK();
 }
 
-// --- Table --------------------------------------------------------------------
+// --- Table
+// --------------------------------------------------------------------
 
 Table::~Table() {
   if (slots_ != nullptr) ::munmap(slots_, slots_bytes_);
@@ -845,14 +880,16 @@ Table::PutResult Table::Put(uint64_t slot, const char* data, uint64_t length,
   EncodeFixed64(hdr + 8, slot);
   EncodeFixed64(hdr + 16, table_id_);
   EncodeFixed64(hdr + 24, checksum);
-  struct iovec iov[2] = {{hdr, sizeof(hdr)},
-                         {const_cast<char*>(data), static_cast<size_t>(length)}};
+  struct iovec iov[2] = {
+      {hdr, sizeof(hdr)},
+      {const_cast<char*>(data), static_cast<size_t>(length)}};
   const uint64_t total = kEntryHeaderSize + length;
   uint64_t done = 0;
   int iovcnt = 2;
   struct iovec* v = iov;
   while (done < total) {
-    ssize_t n = ::pwritev(log_fd_, v, iovcnt, static_cast<off_t>(offset + done));
+    ssize_t n =
+        ::pwritev(log_fd_, v, iovcnt, static_cast<off_t>(offset + done));
     if (n < 0) {
       if (errno == EINTR) continue;
       store_->WriteFailed("writing " + dir_ + "/log",

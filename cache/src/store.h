@@ -63,9 +63,8 @@ class Store {
   // Opens or creates the directory.  `limit` 0 keeps the directory's limit
   // (a new one gets half the free space).  `min_bytes` > 0: NotSupported
   // when the tier could hold less (the caller reports and skips it).
-  static Status Open(const std::string& dir, uint64_t limit,
-                     uint64_t min_bytes, const WarnFn& warn,
-                     std::unique_ptr<Store>* out);
+  static Status Open(const std::string& dir, uint64_t limit, uint64_t min_bytes,
+                     const WarnFn& warn, std::unique_ptr<Store>* out);
   ~Store();
 
   const std::string& dir() const { return dir_; }
@@ -81,8 +80,8 @@ class Store {
   // creates it, first letting `populate(tmp_dir)` add files (the index
   // copy); NotFound when absent and !create; ResourceExhausted-like
   // Aborted when the tier has no room for it.
-  using Populate = std::function<Status(const std::string& tmp_dir,
-                                        uint64_t* charged)>;
+  using Populate =
+      std::function<Status(const std::string& tmp_dir, uint64_t* charged)>;
   Status OpenTable(const std::string& name, uint64_t slot_count, bool create,
                    const Populate& populate, std::unique_ptr<Table>* out);
 

@@ -109,11 +109,12 @@ Status Warmup(const std::string& pack_path, const std::shared_ptr<Cache>& cache,
         s = reader->GetRecord(i, &r);
         if (!s.ok()) break;
         const char* p = buf.data() + (r.offset - run.begin);
-        const uint64_t actual = Checksum64(p, static_cast<size_t>(r.stored_length));
+        const uint64_t actual =
+            Checksum64(p, static_cast<size_t>(r.stored_length));
         if (actual != r.checksum) {
-          s = Status::Corruption(data->name() + ": record " + std::to_string(i) +
-                                 " at offset " + std::to_string(r.offset) +
-                                 ": checksum mismatch");
+          s = Status::Corruption(
+              data->name() + ": record " + std::to_string(i) + " at offset " +
+              std::to_string(r.offset) + ": checksum mismatch");
           break;
         }
         switch (pack->Put(i, p, r.stored_length, r.checksum)) {
@@ -154,13 +155,14 @@ Status Warmup(const std::string& pack_path, const std::shared_ptr<Cache>& cache,
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   for (auto& t : pool) t.join();
-  if (options.progress) options.progress(bytes_done.load(), result->bytes_total);
+  if (options.progress)
+    options.progress(bytes_done.load(), result->bytes_total);
   result->added = added.load();
   result->refused = refused.load();
   result->bytes_read = bytes_done.load();
-  result->seconds = std::chrono::duration<double>(
-                        std::chrono::steady_clock::now() - t0)
-                        .count();
+  result->seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
   return first_error;
 }
 

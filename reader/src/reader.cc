@@ -117,8 +117,9 @@ class UnreachableFile final : public RandomAccessFile {
   Status Read(uint64_t offset, size_t n, char* scratch,
               size_t* bytes_read) const override {
     *bytes_read = 0;
-    return Status::IOError(name_ + ": source unreachable, and this record is not in the cache (" +
-                           why_.ToString() + ")");
+    return Status::IOError(
+        name_ + ": source unreachable, and this record is not in the cache (" +
+        why_.ToString() + ")");
   }
   Status Size(uint64_t* size) const override {
     *size = size_;
@@ -134,8 +135,7 @@ class UnreachableFile final : public RandomAccessFile {
 
 }  // namespace
 
-Status Reader::OpenCached(const std::string& path,
-                          const ReaderOptions& options,
+Status Reader::OpenCached(const std::string& path, const ReaderOptions& options,
                           std::unique_ptr<Reader>* reader) {
   std::string index_path, data_path;
   Status s = ResolvePackPath(path, &index_path, &data_path);
@@ -264,31 +264,31 @@ Status Reader::Init() {
   // one the index recorded.  (Offline, the cache checked the pair when it
   // copied the index; every cached record is checksummed.)
   if (!offline_) {
-  char dh[DataHeader::kEncodedLength];
-  size_t got = 0;
-  UFSPACK_RETURN_IF_ERROR(data_->Read(0, sizeof(dh), dh, &got));
-  DataHeader data_header;
-  std::string_view din(dh, got);
-  UFSPACK_RETURN_IF_ERROR(data_header.DecodeFrom(&din).WithContext(dname));
-  if (data_header.pack_id != header.pack_id) {
-    return Status::Corruption(iname + " and " + dname +
-                              " are not one pack: index pack id " +
-                              header.pack_id.ToHex() + ", data pack id " +
-                              data_header.pack_id.ToHex());
-  }
-  if (data_header.version != header.version) {
-    return Status::Corruption(
-        iname + " is version " + std::to_string(header.version) + " but " +
-        dname + " is version " + std::to_string(data_header.version));
-  }
-  uint64_t data_size = 0;
-  UFSPACK_RETURN_IF_ERROR(data_->Size(&data_size));
-  if (data_size != header.data_size) {
-    return Status::Corruption(dname + ": size: expected " +
-                              std::to_string(header.data_size) +
-                              " bytes (recorded in " + iname + "), found " +
-                              std::to_string(data_size));
-  }
+    char dh[DataHeader::kEncodedLength];
+    size_t got = 0;
+    UFSPACK_RETURN_IF_ERROR(data_->Read(0, sizeof(dh), dh, &got));
+    DataHeader data_header;
+    std::string_view din(dh, got);
+    UFSPACK_RETURN_IF_ERROR(data_header.DecodeFrom(&din).WithContext(dname));
+    if (data_header.pack_id != header.pack_id) {
+      return Status::Corruption(iname + " and " + dname +
+                                " are not one pack: index pack id " +
+                                header.pack_id.ToHex() + ", data pack id " +
+                                data_header.pack_id.ToHex());
+    }
+    if (data_header.version != header.version) {
+      return Status::Corruption(
+          iname + " is version " + std::to_string(header.version) + " but " +
+          dname + " is version " + std::to_string(data_header.version));
+    }
+    uint64_t data_size = 0;
+    UFSPACK_RETURN_IF_ERROR(data_->Size(&data_size));
+    if (data_size != header.data_size) {
+      return Status::Corruption(dname + ": size: expected " +
+                                std::to_string(header.data_size) +
+                                " bytes (recorded in " + iname + "), found " +
+                                std::to_string(data_size));
+    }
   }
 
   if (options_.verify_index_checksum) {

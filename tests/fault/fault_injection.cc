@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -324,9 +325,60 @@ ssize_t PreadCommon(Call call, Real real, int fd, Buf buf, size_t n, Off off) {
   return real(fd, buf, n, off);
 }
 
+// preadv/pwritev: the size asked is the iovecs' total; a short transfer
+// passes a copy of them cut to the allowed length.
+template <typename Real, typename Off>
+ssize_t VecCommon(Call call, Real real, int fd, const struct iovec* iov,
+                  int iovcnt, Off off) {
+  if (ufspack::fault::Active()) {
+    size_t n = 0;
+    for (int i = 0; i < iovcnt; ++i) n += iov[i].iov_len;
+    Decision d = ufspack::fault::DecideFd(call, fd, n);
+    ssize_t ret;
+    if (ufspack::fault::MaybeFail(d, &ret)) return ret;
+    const size_t asked = n;
+    ufspack::fault::Apply(d, &n);
+    if (n < asked) {
+      std::vector<struct iovec> cut;
+      for (int i = 0; i < iovcnt && n > 0; ++i) {
+        struct iovec v = iov[i];
+        v.iov_len = std::min(v.iov_len, n);
+        n -= v.iov_len;
+        cut.push_back(v);
+      }
+      return real(fd, cut.data(), static_cast<int>(cut.size()), off);
+    }
+  }
+  return real(fd, iov, iovcnt, off);
+}
+
 }  // namespace
 
 extern "C" {
+
+ssize_t preadv(int fd, const struct iovec* iov, int iovcnt, off_t off) {
+  using Fn = ssize_t (*)(int, const struct iovec*, int, off_t);
+  UFSPACK_REAL(preadv, Fn);
+  return VecCommon(Call::kPread, real_preadv, fd, iov, iovcnt, off);
+}
+
+ssize_t preadv64(int fd, const struct iovec* iov, int iovcnt, off64_t off) {
+  using Fn = ssize_t (*)(int, const struct iovec*, int, off64_t);
+  UFSPACK_REAL(preadv64, Fn);
+  return VecCommon(Call::kPread, real_preadv64, fd, iov, iovcnt, off);
+}
+
+ssize_t pwritev(int fd, const struct iovec* iov, int iovcnt, off_t off) {
+  using Fn = ssize_t (*)(int, const struct iovec*, int, off_t);
+  UFSPACK_REAL(pwritev, Fn);
+  return VecCommon(Call::kPwrite, real_pwritev, fd, iov, iovcnt, off);
+}
+
+ssize_t pwritev64(int fd, const struct iovec* iov, int iovcnt, off64_t off) {
+  using Fn = ssize_t (*)(int, const struct iovec*, int, off64_t);
+  UFSPACK_REAL(pwritev64, Fn);
+  return VecCommon(Call::kPwrite, real_pwritev64, fd, iov, iovcnt, off);
+}
 
 // Declared here as well: glibc declares the _chk variants only under
 // _FORTIFY_SOURCE.

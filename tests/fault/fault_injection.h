@@ -44,9 +44,9 @@ namespace fault {
 enum class Call {
   kOpen,    // open, open64, openat, openat64, __open_2, ...
   kRead,    // read, __read_chk
-  kPread,   // pread, pread64, __pread_chk, __pread64_chk
+  kPread,   // pread, pread64, __pread_chk, __pread64_chk, preadv, preadv64
   kWrite,   // write
-  kPwrite,  // pwrite, pwrite64
+  kPwrite,  // pwrite, pwrite64, pwritev, pwritev64
   kFsync,   // fsync, fdatasync
   kRename,  // rename (matched on the source path)
 };

@@ -127,8 +127,7 @@ class UFSPACK_EXPORT Cache final : public RecordCache {
   ~Cache() override;
 
   // RecordCache: the raw records of one pack (see ufspack/record_cache.h).
-  Status AttachPack(const std::string& index_path,
-                    const std::string& data_path,
+  Status AttachPack(const std::string& index_path, const std::string& data_path,
                     std::unique_ptr<PackCache>* pack) override;
 
   // A table of `slot_count` byte strings named `name` (any bytes; e.g.

@@ -260,11 +260,11 @@ class UFSPACK_EXPORT Reader {
   std::unique_ptr<Region> index_;
   std::unique_ptr<RandomAccessFile> data_;
   std::unique_ptr<PackCache> cache_;  // options_.cache's view of this pack
-  std::string_view records_;  // record table bytes
-  std::string_view classes_;  // class table bytes
-  std::string_view lookup_;   // lookup slots
-  std::string_view names_;    // name pool
-  std::string_view meta_;     // metadata section
+  std::string_view records_;          // record table bytes
+  std::string_view classes_;          // class table bytes
+  std::string_view lookup_;           // lookup slots
+  std::string_view names_;            // name pool
+  std::string_view meta_;             // metadata section
 };
 
 // Resolves a pack path given to Reader::Open() into its two file paths.
