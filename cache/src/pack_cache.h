@@ -53,6 +53,31 @@ class PackCacheImpl final : public PackCache {
     return last;
   }
 
+  // Table::PutMany over the tiers: what one tier refuses goes to the next.
+  void PutMany(std::vector<Table::Item> items,
+               std::vector<Table::PutResult>* results) {
+    results->assign(items.size(), Table::PutResult::kRefused);
+    std::vector<size_t> where(items.size());
+    for (size_t k = 0; k < where.size(); ++k) where[k] = k;
+    for (auto& t : tables_) {
+      if (items.empty()) break;
+      std::vector<Table::PutResult> r;
+      t->PutMany(items, &r);
+      std::vector<Table::Item> next;
+      std::vector<size_t> next_where;
+      for (size_t k = 0; k < items.size(); ++k) {
+        (*results)[where[k]] = r[k];
+        if (r[k] == Table::PutResult::kRefused ||
+            r[k] == Table::PutResult::kFailed) {
+          next.push_back(items[k]);
+          next_where.push_back(where[k]);
+        }
+      }
+      items = std::move(next);
+      where = std::move(next_where);
+    }
+  }
+
   bool Contains(uint64_t i) const {
     for (auto& t : tables_) {
       if (t->Contains(i)) return true;

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -744,6 +745,34 @@ Status Store::ClearDir(const std::string& dir, uint64_t* kept) {
   return Status::OK();
 }
 
+// Writes all of `iov` at `offset`, 1024 iovecs (Linux's UIO_MAXIOV) at a
+// time, retrying short writes and EINTR.
+Status WriteVec(int fd, std::vector<struct iovec> iov, uint64_t offset) {
+  constexpr size_t kMaxIov = 1024;
+  size_t first = 0;
+  while (first < iov.size()) {
+    const int count = static_cast<int>(std::min(iov.size() - first, kMaxIov));
+    ssize_t n =
+        ::pwritev(fd, iov.data() + first, count, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno("pwritev", errno);
+    }
+    if (n == 0) return Status::IOError("pwritev wrote nothing");
+    offset += static_cast<uint64_t>(n);
+    size_t left = static_cast<size_t>(n);
+    while (first < iov.size() && left >= iov[first].iov_len) {
+      left -= iov[first].iov_len;
+      ++first;
+    }
+    if (first < iov.size()) {
+      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
+      iov[first].iov_len -= left;
+    }
+  }
+  return Status::OK();
+}
+
 // --- Table
 // --------------------------------------------------------------------
 
@@ -855,6 +884,97 @@ bool Table::Get(uint64_t slot, std::string* out) {
   return false;
 }
 
+void Table::EncodeEntryHeader(char* hdr, uint64_t slot, uint64_t length,
+                              uint64_t checksum) const {
+  EncodeFixed32(hdr, kEntryMagic);
+  EncodeFixed32(hdr + 4, static_cast<uint32_t>(length));
+  EncodeFixed64(hdr + 8, slot);
+  EncodeFixed64(hdr + 16, table_id_);
+  EncodeFixed64(hdr + 24, checksum);
+}
+
+bool Table::Publish(uint64_t slot, uint64_t offset, uint64_t length) {
+  uint64_t expected = 0;
+  const uint64_t w = ((offset / 8 + 1) << 24) | length;
+  if (!slot_word(slot)->compare_exchange_strong(expected, w,
+                                                std::memory_order_release)) {
+    return false;  // another process filled it meanwhile
+  }
+  header_word(kSlEntries)->fetch_add(1);
+  store_->Count(kEntries);
+  store_->Count(kInserts);
+  return true;
+}
+
+void Table::PutMany(const std::vector<Item>& items,
+                    std::vector<PutResult>* results) {
+  results->assign(items.size(), PutResult::kPresent);
+  std::vector<size_t> todo;
+  uint64_t total = 0;
+  for (size_t k = 0; k < items.size(); ++k) {
+    const Item& it = items[k];
+    if (it.slot >= slot_count_ || it.length > kMaxEntryLength) {
+      (*results)[k] = PutResult::kRefused;
+    } else if (slot_word(it.slot)->load(std::memory_order_acquire) == 0) {
+      todo.push_back(k);
+      total += RoundUp(kEntryHeaderSize + it.length, 8);
+    }
+  }
+  if (todo.empty()) return;
+  if (store_->writes_disabled()) {
+    for (size_t k : todo) (*results)[k] = PutResult::kFailed;
+    return;
+  }
+  if (!store_->Reserve(total, this)) {
+    for (size_t k : todo) {
+      const Item& it = items[k];
+      (*results)[k] = Put(it.slot, it.data, it.length, it.checksum);
+    }
+    return;
+  }
+  header_word(kSlCharged)->fetch_add(total);
+  const uint64_t offset = header_word(kSlTail)->fetch_add(total);
+  if (((offset + total) / 8 + 1) >> 40 != 0) {
+    store_->Count(kRefused);
+    for (size_t k : todo) (*results)[k] = PutResult::kRefused;
+    return;
+  }
+  static const char kZeros[8] = {0};
+  std::vector<char> headers(todo.size() * kEntryHeaderSize);
+  std::vector<struct iovec> iov;
+  std::vector<uint64_t> offsets;
+  uint64_t at = offset;
+  for (size_t j = 0; j < todo.size(); ++j) {
+    const Item& it = items[todo[j]];
+    char* hdr = headers.data() + j * kEntryHeaderSize;
+    EncodeEntryHeader(hdr, it.slot, it.length, it.checksum);
+    iov.push_back({hdr, kEntryHeaderSize});
+    if (it.length > 0) {
+      iov.push_back(
+          {const_cast<char*>(it.data), static_cast<size_t>(it.length)});
+    }
+    const uint64_t size = RoundUp(kEntryHeaderSize + it.length, 8);
+    const uint64_t pad = size - kEntryHeaderSize - it.length;
+    if (pad > 0 && j + 1 < todo.size()) {
+      iov.push_back({const_cast<char*>(kZeros), static_cast<size_t>(pad)});
+    }
+    offsets.push_back(at);
+    at += size;
+  }
+  Status ws = WriteVec(log_fd_, std::move(iov), offset);
+  if (!ws.ok()) {
+    store_->WriteFailed("writing " + dir_ + "/log", ws);
+    for (size_t k : todo) (*results)[k] = PutResult::kFailed;
+    return;
+  }
+  for (size_t j = 0; j < todo.size(); ++j) {
+    const Item& it = items[todo[j]];
+    (*results)[todo[j]] = Publish(it.slot, offsets[j], it.length)
+                              ? PutResult::kStored
+                              : PutResult::kPresent;
+  }
+}
+
 Table::PutResult Table::Put(uint64_t slot, const char* data, uint64_t length,
                             uint64_t checksum) {
   if (slot >= slot_count_) return PutResult::kRefused;
@@ -875,50 +995,18 @@ Table::PutResult Table::Put(uint64_t slot, const char* data, uint64_t length,
     return PutResult::kRefused;  // log beyond 8 TiB: charged, never written
   }
   char hdr[kEntryHeaderSize];
-  EncodeFixed32(hdr, kEntryMagic);
-  EncodeFixed32(hdr + 4, static_cast<uint32_t>(length));
-  EncodeFixed64(hdr + 8, slot);
-  EncodeFixed64(hdr + 16, table_id_);
-  EncodeFixed64(hdr + 24, checksum);
-  struct iovec iov[2] = {
-      {hdr, sizeof(hdr)},
-      {const_cast<char*>(data), static_cast<size_t>(length)}};
-  const uint64_t total = kEntryHeaderSize + length;
-  uint64_t done = 0;
-  int iovcnt = 2;
-  struct iovec* v = iov;
-  while (done < total) {
-    ssize_t n =
-        ::pwritev(log_fd_, v, iovcnt, static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      store_->WriteFailed("writing " + dir_ + "/log",
-                          Status::FromErrno("pwritev", errno));
-      return PutResult::kFailed;
-    }
-    done += static_cast<uint64_t>(n);
-    size_t left = static_cast<size_t>(n);
-    while (iovcnt > 0 && left >= v->iov_len) {
-      left -= v->iov_len;
-      ++v;
-      --iovcnt;
-    }
-    if (iovcnt > 0) {
-      v->iov_base = static_cast<char*>(v->iov_base) + left;
-      v->iov_len -= left;
-    }
+  EncodeEntryHeader(hdr, slot, length, checksum);
+  Status ws = WriteVec(log_fd_,
+                       {{hdr, sizeof(hdr)},
+                        {const_cast<char*>(data), static_cast<size_t>(length)}},
+                       offset);
+  if (!ws.ok()) {
+    store_->WriteFailed("writing " + dir_ + "/log", ws);
+    return PutResult::kFailed;
   }
   // Publish: the bytes are in the file before the slot points at them.
-  uint64_t expected = 0;
-  const uint64_t w = ((offset / 8 + 1) << 24) | length;
-  if (!slot_word(slot)->compare_exchange_strong(expected, w,
-                                                std::memory_order_release)) {
-    return PutResult::kPresent;  // another process filled it meanwhile
-  }
-  header_word(kSlEntries)->fetch_add(1);
-  store_->Count(kEntries);
-  store_->Count(kInserts);
-  return PutResult::kStored;
+  return Publish(slot, offset, length) ? PutResult::kStored
+                                       : PutResult::kPresent;
 }
 
 }  // namespace cache_internal

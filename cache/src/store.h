@@ -24,6 +24,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "ufspack/cache.h"
 #include "ufspack/status.h"
@@ -140,6 +141,18 @@ class Table {
   enum class PutResult { kStored, kPresent, kRefused, kFailed };
   PutResult Put(uint64_t slot, const char* data, uint64_t length,
                 uint64_t checksum);
+  // Several entries with one charge and one write (warm-up): a large
+  // write also leaves the page cache in large folios, which later hits
+  // read faster than the 4 KiB pages of one-entry writes.  Sets
+  // (*results)[k] for items[k]; when the whole run does not fit, falls
+  // back to Put() one by one.
+  struct Item {
+    uint64_t slot;
+    const char* data;
+    uint64_t length;
+    uint64_t checksum;
+  };
+  void PutMany(const std::vector<Item>& items, std::vector<PutResult>* results);
 
  private:
   friend class Store;
@@ -150,6 +163,11 @@ class Table {
   bool ReadEntry(uint64_t slot, uint64_t word, char* dst, uint64_t length,
                  const uint64_t* expected_checksum);
   void Drop(uint64_t slot, uint64_t word);
+  void EncodeEntryHeader(char* hdr, uint64_t slot, uint64_t length,
+                         uint64_t checksum) const;
+  // Points `slot` at the entry written at `offset`; false if another
+  // writer got there first.
+  bool Publish(uint64_t slot, uint64_t offset, uint64_t length);
 
   Store* store_ = nullptr;
   std::string dir_;

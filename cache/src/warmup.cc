@@ -103,6 +103,7 @@ Status Warmup(const std::string& pack_path, const std::shared_ptr<Cache>& cache,
                                std::to_string(buf.size()) + " bytes, found " +
                                std::to_string(got));
       }
+      std::vector<cache_internal::Table::Item> items;
       for (uint64_t i : run.records) {
         if (!s.ok()) break;
         Record r;
@@ -113,21 +114,26 @@ Status Warmup(const std::string& pack_path, const std::shared_ptr<Cache>& cache,
             Checksum64(p, static_cast<size_t>(r.stored_length));
         if (actual != r.checksum) {
           s = Status::Corruption(
-              data->name() + ": record " + std::to_string(i) + " at offset " +
-              std::to_string(r.offset) + ": checksum mismatch");
+              data->name() + ": record " + std::to_string(i) + " '" +
+              std::string(r.name) + "' at offset " + std::to_string(r.offset) +
+              ": checksum mismatch: expected " + std::to_string(r.checksum) +
+              ", found " + std::to_string(actual));
           break;
         }
-        switch (pack->Put(i, p, r.stored_length, r.checksum)) {
-          case cache_internal::Table::PutResult::kStored:
+        items.push_back({i, p, r.stored_length, r.checksum});
+      }
+      if (s.ok()) {
+        std::vector<cache_internal::Table::PutResult> results;
+        pack->PutMany(items, &results);
+        for (size_t k = 0; k < items.size(); ++k) {
+          if (results[k] == cache_internal::Table::PutResult::kStored) {
             added.fetch_add(1);
-            break;
-          case cache_internal::Table::PutResult::kPresent:
-            break;
-          default:
+          } else if (results[k] != cache_internal::Table::PutResult::kPresent) {
             refused.fetch_add(1);
             full.store(true);
+          }
+          bytes_done.fetch_add(items[k].length);
         }
-        bytes_done.fetch_add(r.stored_length);
       }
       if (!s.ok()) {
         std::lock_guard<std::mutex> lock(mu);
