@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "ufspack/builder.h"
+#include "ufspack/cache.h"
 #include "ufspack/decode.h"
 #include "ufspack/format.h"
 #include "ufspack/parallel.h"
@@ -248,10 +249,13 @@ py::list TransformBatch(const std::vector<std::shared_ptr<Prepared>>& items,
 
 class PyReader {
  public:
-  PyReader(const py::bytes& path, bool verify_checksums) {
+  // `cache`: the node-local cache to read through (None: none).
+  PyReader(const py::bytes& path, bool verify_checksums,
+           std::shared_ptr<Cache> cache) {
     const std::string p = path;
     ReaderOptions o;
     o.verify_checksums = verify_checksums;
+    o.cache = std::move(cache);
     std::unique_ptr<Reader> r;
     Status s;
     {
@@ -263,6 +267,7 @@ class PyReader {
   }
 
   uint64_t size() const { return reader_->size(); }
+  bool offline() const { return reader_->offline(); }
 
   Record GetRecord(uint64_t i) const {
     Record r;
@@ -666,6 +671,44 @@ py::tuple ReadDecodePil(const PyReader& self, uint64_t i,
   return one[0].cast<py::tuple>();
 }
 
+// --- The node-local cache (ufspack/cache.h)
+// -----------------------------------
+
+py::dict TierStatsToDict(const CacheTierStats& s) {
+  py::dict d;
+  d["dir"] = py::bytes(s.dir);
+  d["limit"] = s.limit;
+  d["charged_bytes"] = s.charged_bytes;
+  d["disk_bytes"] = s.disk_bytes;
+  d["entries"] = s.entries;
+  d["tables"] = s.tables;
+  d["hits"] = s.hits;
+  d["misses"] = s.misses;
+  d["inserts"] = s.inserts;
+  d["refused"] = s.refused;
+  d["dropped"] = s.dropped;
+  d["errors"] = s.errors;
+  d["evicted_tables"] = s.evicted_tables;
+  return d;
+}
+
+std::shared_ptr<Cache> OpenCache(const py::bytes& dir, uint64_t limit,
+                                 const py::bytes& ram_dir, uint64_t ram_limit) {
+  CacheOptions o;
+  o.dir = dir;
+  o.limit = limit;
+  o.ram_dir = ram_dir;
+  o.ram_limit = ram_limit;
+  std::shared_ptr<Cache> cache;
+  Status s;
+  {
+    py::gil_scoped_release nogil;
+    s = Cache::Open(o, &cache);
+  }
+  Check(s);
+  return cache;
+}
+
 py::dict Build(const py::bytes& src, const py::bytes& dst, int threads,
                const std::string& compress, int level,
                const std::optional<std::vector<std::string>>& extensions,
@@ -745,9 +788,105 @@ PYBIND11_MODULE(_core, m) {
   m.attr("__version__") = UFSPACK_VERSION_STRING;
   m.attr("NO_LABEL") = -1;
 
+  py::class_<SampleTable, std::shared_ptr<SampleTable>>(m, "SampleTable")
+      .def_property_readonly("slot_count", &SampleTable::slot_count)
+      .def(
+          "get",
+          [](SampleTable& t, uint64_t slot) -> py::object {
+            std::string bytes;
+            bool hit;
+            {
+              py::gil_scoped_release nogil;
+              hit = t.Get(slot, &bytes);
+            }
+            if (!hit) return py::none();
+            return py::bytes(bytes);
+          },
+          py::arg("slot"))
+      .def(
+          "put",
+          [](SampleTable& t, uint64_t slot, const py::buffer& data) {
+            py::buffer_info b = data.request();
+            const size_t bytes = static_cast<size_t>(b.size) * b.itemsize;
+            bool contiguous = true;
+            py::ssize_t expect = b.itemsize;
+            for (int d = b.ndim - 1; d >= 0; --d) {
+              if (b.shape[d] != 1 && b.strides[d] != expect) contiguous = false;
+              expect *= b.shape[d];
+            }
+            if (!contiguous) {
+              throw py::value_error("put: the data must be contiguous");
+            }
+            py::gil_scoped_release nogil;
+            return t.Put(slot, static_cast<const char*>(b.ptr), bytes);
+          },
+          py::arg("slot"), py::arg("data"));
+
+  py::class_<Cache, std::shared_ptr<Cache>>(m, "Cache")
+      .def(py::init(&OpenCache), py::arg("dir"), py::arg("limit") = 0,
+           py::arg("ram_dir") = py::bytes(""), py::arg("ram_limit") = 0)
+      .def("stats",
+           [](const Cache& c) {
+             std::vector<CacheTierStats> tiers;
+             {
+               py::gil_scoped_release nogil;
+               tiers = c.Stats();
+             }
+             py::list out;
+             for (const CacheTierStats& t : tiers) {
+               out.append(TierStatsToDict(t));
+             }
+             return out;
+           })
+      .def(
+          "open_sample_table",
+          [](Cache& c, const py::bytes& name, uint64_t slot_count) {
+            const std::string n = name;
+            std::unique_ptr<SampleTable> t;
+            Status s;
+            {
+              py::gil_scoped_release nogil;
+              s = c.OpenSampleTable(n, slot_count, &t);
+            }
+            Check(s);
+            return std::shared_ptr<SampleTable>(std::move(t));
+          },
+          py::arg("name"), py::arg("slot_count"),
+          py::keep_alive<0, 1>())  // its tables point into the Cache
+      .def_static(
+          "stat",
+          [](const py::bytes& dir) {
+            const std::string d = dir;
+            CacheTierStats st;
+            Status s;
+            {
+              py::gil_scoped_release nogil;
+              s = Cache::Stat(d, &st);
+            }
+            Check(s);
+            return TierStatsToDict(st);
+          },
+          py::arg("dir"))
+      .def_static(
+          "clear",
+          [](const py::bytes& dir) {
+            const std::string d = dir;
+            uint64_t kept = 0;
+            Status s;
+            {
+              py::gil_scoped_release nogil;
+              s = Cache::Clear(d, &kept);
+            }
+            Check(s);
+            return kept;
+          },
+          py::arg("dir"));
+
   py::class_<PyReader>(m, "Reader")
-      .def(py::init<const py::bytes&, bool>(), py::arg("path"),
-           py::arg("verify_checksums") = true)
+      .def(py::init<const py::bytes&, bool, std::shared_ptr<Cache>>(),
+           py::arg("path"), py::arg("verify_checksums") = true,
+           py::arg("cache") = py::none())
+      .def_property_readonly("offline", &PyReader::offline)
       .def("__len__", &PyReader::size)
       .def("name", &PyReader::Name, py::arg("i"))
       .def("label", &PyReader::Label, py::arg("i"))

@@ -14,6 +14,7 @@ See docs/python.md.
 """
 
 from ufspack._core import CorruptPackError, __version__
+from ufspack.cache import Cache, CacheTierStats
 from ufspack.dataset import IMG_EXTENSIONS, BadSampleWarning, MyImageFolder, skip_none_collate
 from ufspack.pack import Pack, PackInfo, RecordInfo
 from ufspack.packing import BuildSummary, build
@@ -24,6 +25,8 @@ ImageFolder = MyImageFolder
 __all__ = [
     "BadSampleWarning",
     "BuildSummary",
+    "Cache",
+    "CacheTierStats",
     "CorruptPackError",
     "IMG_EXTENSIONS",
     "ImageFolder",

@@ -15,6 +15,7 @@ import numpy as np
 
 from ufspack import _core
 from ufspack import fast_transforms as _ft
+from ufspack.cache import Cache, CacheArg
 from ufspack.pack import Pack, PathLike, _check_index
 
 # torchvision.datasets.folder.IMG_EXTENSIONS
@@ -289,6 +290,12 @@ class MyImageFolder(_Base):
             ``"exact"``: the same without DCT scaling: the output equals
             torchvision's bit for bit.  ``fast_plan`` shows the split.
             Needs the default decoder and ``output="pil"``.
+        cache: read the pack through the node-local cache
+            (:class:`ufspack.Cache`; see ``docs/python.md``): a Cache, a
+            cache directory, None (default: the directory in the
+            ``UFSPACK_CACHE`` environment variable, if set) or False (no
+            cache even if ``UFSPACK_CACHE`` is set).  Samples and targets
+            are the same with or without it.
 
     Subsetting and relabelling work as on ImageFolder: assigning
     ``samples`` (or ``imgs``) a list of ``(path, target)`` pairs taken from
@@ -326,6 +333,7 @@ class MyImageFolder(_Base):
         decode_threads: Optional[int] = None,
         on_error: OnError = "raise",
         fast_transforms: FastTransforms = False,
+        cache: CacheArg = None,
     ) -> None:
         if _BASE_TAKES_ROOT:
             super().__init__(root, transform=transform, target_transform=target_transform)
@@ -355,7 +363,7 @@ class MyImageFolder(_Base):
             )
         self.fast_transforms = fast_transforms
         self._plan: Optional[Tuple[Any, _ft.FastPlan]] = None  # (transform, its plan)
-        self._pack = Pack(root, verify=verify)
+        self._pack = Pack(root, verify=verify, cache=cache)
         info = self._pack.info
         if info["flat"]:
             raise ValueError(
@@ -388,6 +396,11 @@ class MyImageFolder(_Base):
             # The pack holds files ImageFolder would not pick (built with
             # --all-files or other --extensions): filter as it does.
             self._select(lambda p: p.lower().endswith(IMG_EXTENSIONS))
+
+    @property
+    def cache(self) -> Optional[Cache]:
+        """The :class:`ufspack.Cache` the pack is read through, or None."""
+        return self._pack.cache
 
     # --- ImageFolder attributes ----------------------------------------------
 
@@ -812,6 +825,8 @@ class MyImageFolder(_Base):
 
     def extra_repr(self) -> str:
         text = f"Pack: {self._pack.path}\nOutput: {self.output}"
+        if self.cache is not None:
+            text += f"\nCache: {self.cache.dir}"
         plan = self.fast_plan
         if plan is not None:
             mode = "exact" if self.fast_transforms == "exact" else "DCT scaling allowed"

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any, Iterator, List, Optional, TypedDict, Union, overload
 
 from ufspack import _core
+from ufspack.cache import Cache, CacheArg, resolve_cache
 
 PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
@@ -49,14 +50,16 @@ class _Handle:
 
     No open handle crosses a fork() or a pickle: the reader is opened on
     first use, and again when the process id changes (a DataLoader worker
-    started with fork) or after unpickling (spawn).
+    started with fork) or after unpickling (spawn).  So is the native
+    cache it reads through (``cache`` holds only its parameters).
     """
 
-    __slots__ = ("path", "verify", "closed", "_reader", "_pid")
+    __slots__ = ("path", "verify", "cache", "closed", "_reader", "_pid")
 
-    def __init__(self, path: bytes, verify: bool) -> None:
+    def __init__(self, path: bytes, verify: bool, cache: Optional[Cache] = None) -> None:
         self.path = path
         self.verify = verify
+        self.cache = cache
         self.closed = False
         self._reader: Optional[_core.Reader] = None
         self._pid = -1
@@ -66,7 +69,8 @@ class _Handle:
             raise ValueError(f"I/O operation on a closed pack ({os.fsdecode(self.path)})")
         pid = os.getpid()
         if self._reader is None or self._pid != pid:
-            self._reader = _core.Reader(self.path, self.verify)
+            native = None if self.cache is None else self.cache._native()
+            self._reader = _core.Reader(self.path, self.verify, native)
             self._pid = pid
         return self._reader
 
@@ -77,11 +81,12 @@ class _Handle:
         self.closed = True
 
     def __getstate__(self) -> dict:
-        return {"path": self.path, "verify": self.verify, "closed": self.closed}
+        return {"path": self.path, "verify": self.verify, "cache": self.cache, "closed": self.closed}
 
     def __setstate__(self, state: dict) -> None:
         self.path = state["path"]
         self.verify = state["verify"]
+        self.cache = state.get("cache")
         self.closed = state.get("closed", False)
         self._reader = None
         self._pid = -1
@@ -132,6 +137,14 @@ class Pack(Sequence):
             its ``index.ufs`` file.
         verify: check each record's XXH3-64 checksum on read (default); a
             mismatch raises :class:`ufspack.CorruptPackError`.
+        cache: read through the node-local cache (:class:`ufspack.Cache`):
+            a Cache, a cache directory, None (default: the directory in the
+            ``UFSPACK_CACHE`` environment variable, if set) or False (no
+            cache even if ``UFSPACK_CACHE`` is set).  Records come from the
+            cache when it holds them and are added to it when read from the
+            pack.  If the pack is unreachable but was opened through the
+            cache before, it opens anyway (``offline``): cached records
+            read, the others raise OSError naming the pack.
 
     Raises:
         FileNotFoundError: the pack does not exist.
@@ -147,9 +160,11 @@ class Pack(Sequence):
     What is safe to do to an open pack: see ``docs/python.md``.
     """
 
-    def __init__(self, path: PathLike, verify: bool = True) -> None:
+    def __init__(self, path: PathLike, verify: bool = True, cache: CacheArg = None) -> None:
         self.path = os.fsdecode(os.fspath(path))
-        self._handle = _Handle(_fsencode(path), verify)
+        #: The :class:`ufspack.Cache` records are read through, or None.
+        self.cache = resolve_cache(cache)
+        self._handle = _Handle(_fsencode(path), verify, self.cache)
         self._len = len(self._handle.get())
 
     # --- lifetime -----------------------------------------------------------
@@ -161,6 +176,13 @@ class Pack(Sequence):
     @property
     def closed(self) -> bool:
         return self._handle.closed
+
+    @property
+    def offline(self) -> bool:
+        """True when the pack's files were unreachable at open and it is
+        served from ``cache`` alone: records the cache does not hold raise
+        OSError naming the pack."""
+        return self._handle.get().offline
 
     def __enter__(self) -> Pack:
         return self
@@ -284,5 +306,6 @@ class Pack(Sequence):
         self._handle.get().check_index()
 
     def __repr__(self) -> str:
-        state = ", closed" if self.closed else ""
+        state = f", cache={self.cache.dir!r}" if self.cache is not None else ""
+        state += ", closed" if self.closed else ""
         return f"ufspack.Pack({self.path!r}, records={self._len}{state})"
