@@ -24,6 +24,11 @@ Options:
       --name <name>    the record with this name
       --index <n>      the record with this index
       --no-verify      skip the checksum check
+      --cache <dir>    read through the node-local cache <dir> (see
+                       'ufspack warmup'): a cached record is served from
+                       it (checksummed), others are read and cached; works
+                       while the pack's storage is unreachable for records
+                       cached earlier
 
 Exit status: 0 written, 1 no such record or an I/O error, 2 a malformed or
 ambiguous index, 3 the record is damaged (nothing is written).
@@ -43,6 +48,8 @@ int CmdCat(const Argv& argv) {
   CLI::Option* index_opt = cl.app().add_option("--index", index_arg);
   bool no_verify = false;
   cl.app().add_flag("--no-verify", no_verify);
+  std::string cache_dir;
+  CLI::Option* cache_opt = cl.app().add_option("--cache", cache_dir);
   if (int rc = cl.Parse(argv); rc >= 0) return rc;
   const bool has_record = record_opt->count() > 0;
   const bool has_name = name_opt->count() > 0;
@@ -55,6 +62,12 @@ int CmdCat(const Argv& argv) {
   }
   ReaderOptions options;
   options.verify_checksums = !no_verify;
+  if (cache_opt->count() > 0) {
+    if (Status cs = OpenCache(cache_dir, &options); !cs.ok()) {
+      PrintError(cs);
+      return kExitFailure;
+    }
+  }
   std::unique_ptr<Reader> reader;
   if (int rc = OpenPack(pack, options, &reader); rc != kExitOk) return rc;
   uint64_t index = 0;

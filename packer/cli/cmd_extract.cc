@@ -43,6 +43,8 @@ Options:
   -f, --force         replace existing files (a symlink in the way is
                       replaced, never followed)
   -j, --threads <n>   records read concurrently (default 8; 1-256)
+      --cache <dir>   read through the node-local cache <dir> (see
+                      'ufspack warmup'); cached records come from it
   -q, --quiet         no progress and no summary
       --no-progress   no progress display
 )";
@@ -138,7 +140,16 @@ int CmdExtract(const Argv& argv) {
   cl.app().add_flag("-f,--force", force);
   cl.app().add_flag("-q,--quiet", quiet);
   cl.app().add_flag("--no-progress", no_progress);
+  std::string cache_dir;
+  CLI::Option* cache_opt = cl.app().add_option("--cache", cache_dir);
   if (int rc = cl.Parse(argv); rc >= 0) return rc;
+  ReaderOptions options;
+  if (cache_opt->count() > 0) {
+    if (Status cs = OpenCache(cache_dir, &options); !cs.ok()) {
+      PrintError(cs);
+      return kExitFailure;
+    }
+  }
   int threads = 0;
   if (int rc = ThreadsOption("extract", threads_opt, threads_text,
                              kDefaultReadThreads, kMaxReadThreads, &threads);
@@ -146,7 +157,7 @@ int CmdExtract(const Argv& argv) {
     return rc;
   }
   std::unique_ptr<Reader> reader;
-  if (int rc = OpenPack(pack, {}, &reader); rc != kExitOk) return rc;
+  if (int rc = OpenPack(pack, options, &reader); rc != kExitOk) return rc;
   const uint64_t n = reader->size();
 
   // Check every name before writing anything.  A repeated name or a lookup

@@ -17,7 +17,7 @@ namespace ufspack {
 namespace cli {
 
 const char kVerifyHelp[] =
-    R"(Usage: ufspack verify <pack> [-j <n>] [--json] [--quiet]
+    R"(Usage: ufspack verify <pack> [-j <n>] [--cache <dir>] [--json] [--quiet]
 
 Checks the index (header and body checksums, every record entry, the class
 and lookup tables) and reads every record, checking its XXH3-64 checksum
@@ -36,6 +36,9 @@ Options:
   -j, --threads <n>   records read concurrently (default 8; 1-256); the
                       report is the same, in record order, whatever <n> is
       --no-progress   no progress display
+      --cache <dir>   read through the node-local cache <dir>: cached
+                      records are checked as the cache serves them, the
+                      others are read from data.ufs and cached
 )";
 
 int CmdVerify(const Argv& argv) {
@@ -47,6 +50,8 @@ int CmdVerify(const Argv& argv) {
   cl.app().add_flag("--json", json);
   cl.app().add_flag("-q,--quiet", quiet);
   cl.app().add_flag("--no-progress", no_progress);
+  std::string cache_dir;
+  CLI::Option* cache_opt = cl.app().add_option("--cache", cache_dir);
   if (int rc = cl.Parse(argv); rc >= 0) return rc;
   int threads = 0;
   if (int rc = ThreadsOption("verify", threads_opt, threads_text,
@@ -97,8 +102,15 @@ int CmdVerify(const Argv& argv) {
     return code;
   };
 
+  ReaderOptions options;
+  if (cache_opt->count() > 0) {
+    if (Status cs = OpenCache(cache_dir, &options); !cs.ok()) {
+      problem(cs);
+      return report(false, 0, 0, kExitFailure);
+    }
+  }
   std::unique_ptr<Reader> reader;
-  Status s = Reader::Open(pack, {}, &reader);
+  Status s = Reader::Open(pack, options, &reader);
   if (!s.ok()) {
     problem(s);
     return report(false, 0, 0,

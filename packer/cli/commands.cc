@@ -6,7 +6,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "util.h"
 
@@ -28,6 +30,10 @@ Commands:
   cat <pack> <name|#N>     write one record's original bytes to stdout
   extract <pack> <dir>     recreate the original files under <dir>
   verify <pack>            check every record's checksum and the index
+  warmup <pack> --cache <dir>
+                           copy a pack's records into a node-local cache
+  cache stat <dir>         a cache directory's size, entries, hits, misses
+  cache clear <dir>        empty a cache directory (tables in use are kept)
   help [<command>]         show help for a command
 
 A <pack> is the directory holding index.ufs and data.ufs, or the index.ufs
@@ -48,6 +54,10 @@ const char* HelpFor(const std::string& command) {
   if (command == "cat") return kCatHelp;
   if (command == "extract") return kExtractHelp;
   if (command == "verify") return kVerifyHelp;
+  if (command == "warmup") return kWarmupHelp;
+  if (command == "cache") return kCacheHelp;
+  if (command == "cache stat") return kCacheStatHelp;
+  if (command == "cache clear") return kCacheClearHelp;
   return nullptr;
 }
 
@@ -106,6 +116,15 @@ int OpenPack(const std::string& path, const ReaderOptions& options,
     return ExitCodeFor(s);
   }
   return kExitOk;
+}
+
+Status OpenCache(const std::string& dir, ReaderOptions* options) {
+  CacheOptions co;
+  co.dir = dir;
+  std::shared_ptr<Cache> cache;
+  UFSPACK_RETURN_IF_ERROR(Cache::Open(co, &cache));
+  options->cache = std::move(cache);
+  return Status::OK();
 }
 
 double Since(std::chrono::steady_clock::time_point t0) {

@@ -1,7 +1,8 @@
 // Copyright 2026 The ufspack Authors.
 //
 // The subcommands of the `ufspack` tool, one file each (cmd_build.cc,
-// cmd_info.cc, cmd_ls.cc, cmd_cat.cc, cmd_extract.cc, cmd_verify.cc), and
+// cmd_info.cc, cmd_ls.cc, cmd_cat.cc, cmd_extract.cc, cmd_verify.cc,
+// cmd_warmup.cc, cmd_cache.cc), and
 // what they share: the command line parser (CLI11), usage errors, opening a
 // pack.  Each command takes its arguments (after the subcommand name) and
 // returns the process exit code (see util.h).
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "ufspack/cache.h"
 #include "ufspack/reader.h"
 #include "ufspack/status.h"
 
@@ -28,6 +30,9 @@ int CmdLs(const Argv& args);
 int CmdCat(const Argv& args);
 int CmdExtract(const Argv& args);
 int CmdVerify(const Argv& args);
+int CmdWarmup(const Argv& args);
+// `ufspack cache stat|clear ...`.
+int CmdCache(const Argv& args);
 
 // Help texts, each defined beside its command.
 extern const char kBuildHelp[];
@@ -36,8 +41,13 @@ extern const char kLsHelp[];
 extern const char kCatHelp[];
 extern const char kExtractHelp[];
 extern const char kVerifyHelp[];
+extern const char kWarmupHelp[];
+extern const char kCacheHelp[];
+extern const char kCacheStatHelp[];
+extern const char kCacheClearHelp[];
 
-// Help text of a subcommand, or nullptr if there is no such subcommand.
+// Help text of a subcommand ("cache stat" for the cache's), or nullptr if
+// there is no such subcommand.
 const char* HelpFor(const std::string& command);
 // The top-level help.
 const char* MainHelp();
@@ -73,6 +83,12 @@ int ThreadsOption(const std::string& cmd, const CLI::Option* option,
 // Opens a pack; on failure prints the error and returns its exit code.
 int OpenPack(const std::string& path, const ReaderOptions& options,
              std::unique_ptr<Reader>* reader);
+// Opens the node-local cache `dir` (--cache) with the limit it has, and
+// sets options->cache.  A failure is exit status 1, whatever the Status
+// (a damaged cache directory is not a damaged pack).
+Status OpenCache(const std::string& dir, ReaderOptions* options);
+// One tier's figures as a JSON object (cache stat --json, warmup --json).
+std::string CacheTierJson(const CacheTierStats& stats);
 // Seconds since t0.
 double Since(std::chrono::steady_clock::time_point t0);
 // `v` with `digits` decimals.

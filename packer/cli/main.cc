@@ -1,7 +1,8 @@
 // Copyright 2026 The ufspack Authors.
 //
 // ufspack: pack a directory of small files into one data file and an index,
-// and inspect, read, verify and extract packs.  See docs/cli.md.
+// inspect, read, verify and extract packs, and fill and inspect node-local
+// caches of them.  See docs/cli.md.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -29,9 +30,12 @@ int main(int argc, char** argv) {
       std::fputs(MainHelp(), stdout);
       return kExitOk;
     }
-    const char* h = HelpFor(args[0]);
+    // "help cache stat": the cache's subcommands have their own help.
+    const std::string topic =
+        args[0] == "cache" && args.size() > 1 ? "cache " + args[1] : args[0];
+    const char* h = HelpFor(topic);
     if (h == nullptr) {
-      std::fprintf(stderr, "ufspack: no such command '%s'\n", args[0].c_str());
+      std::fprintf(stderr, "ufspack: no such command '%s'\n", topic.c_str());
       return kExitUsage;
     }
     std::fputs(h, stdout);
@@ -48,6 +52,8 @@ int main(int argc, char** argv) {
   if (cmd == "cat") return CmdCat(args);
   if (cmd == "extract") return CmdExtract(args);
   if (cmd == "verify") return CmdVerify(args);
+  if (cmd == "warmup") return CmdWarmup(args);
+  if (cmd == "cache") return CmdCache(args);
   std::fprintf(stderr, "ufspack: unknown command '%s' (see 'ufspack --help')\n",
                cmd.c_str());
   return kExitUsage;

@@ -42,6 +42,67 @@ bool ParseUint(const std::string& s, uint64_t* out) {
   return true;
 }
 
+bool ParseSize(const std::string& s, uint64_t* out) {
+  size_t i = 0;
+  unsigned __int128 whole = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+    whole = whole * 10 + static_cast<unsigned>(s[i] - '0');
+    if (whole > UINT64_MAX) return false;
+    ++i;
+  }
+  const size_t whole_digits = i;
+  std::string fraction;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+      if (fraction.size() < 18) fraction.push_back(s[i]);
+      ++i;
+    }
+    if (fraction.empty()) return false;  // "1." is not a number
+  }
+  if (whole_digits == 0 && fraction.empty()) return false;
+  unsigned __int128 unit = 1;
+  if (i < s.size()) {
+    switch (s[i]) {
+      case 'k':
+      case 'K':
+        unit = 1ull << 10;
+        break;
+      case 'm':
+      case 'M':
+        unit = 1ull << 20;
+        break;
+      case 'g':
+      case 'G':
+        unit = 1ull << 30;
+        break;
+      case 't':
+      case 'T':
+        unit = 1ull << 40;
+        break;
+      default:
+        return false;
+    }
+    ++i;
+    const std::string rest = s.substr(i);
+    if (!rest.empty() && rest != "iB") return false;
+  } else if (!fraction.empty()) {
+    return false;  // "1.5" bytes
+  }
+  unsigned __int128 v = whole * unit;
+  if (!fraction.empty()) {
+    unsigned __int128 num = 0, den = 1;
+    for (char c : fraction) {
+      num = num * 10 + static_cast<unsigned>(c - '0');
+      den *= 10;
+    }
+    v += num * unit / den;
+  }
+  if (v > UINT64_MAX) return false;
+  *out = static_cast<uint64_t>(v);
+  return true;
+}
+
 std::string FormatBytes(uint64_t n) {
   static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   if (n < 1024) return std::to_string(n) + " B";

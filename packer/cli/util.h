@@ -34,6 +34,11 @@ int ExitCodeFor(const Status& s);
 
 // Parses a non-negative decimal integer; false if `s` is not one.
 bool ParseUint(const std::string& s, uint64_t* out);
+// Parses a size: a number of bytes ("1048576"), or a number, possibly with
+// a fraction, followed by K, M, G or T, powers of 1024, case-insensitive,
+// optionally spelt KiB, MiB, GiB, TiB ("500M", "20G", "1.5T", "64KiB"); a
+// fraction of a byte is dropped.  False if `s` is not one or overflows.
+bool ParseSize(const std::string& s, uint64_t* out);
 
 // "68.2 MiB", "512 B".
 std::string FormatBytes(uint64_t n);

@@ -1,0 +1,364 @@
+// Copyright 2026 The ufspack Authors.
+//
+// `ufspack warmup`: fills a node-local cache (ufspack/cache.h) with the
+// records of a pack, reading its data file in large sequential blocks.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "ufspack/cache.h"
+#include "ufspack/reader.h"
+#include "util.h"
+
+namespace ufspack {
+namespace cli {
+
+const char kWarmupHelp[] =
+    R"(Usage: ufspack warmup <pack> --cache <dir> [--limit <size>] [options]
+
+Copies the records of <pack> (typically on NFS, SSHFS or another network
+file system) into the node-local cache <dir>, reading data.ufs in large
+sequential blocks, so that readers opened with that cache ('ufspack cat
+--cache', verify and extract --cache, ReaderOptions::cache) serve them from
+local disk.  Records already cached are skipped: an interrupted warm-up resumes
+where it stopped when run again.  A full cache refuses new records; the
+warm-up then stops, says how many were not cached, and exits with status 0.
+
+<size> is a number of bytes or a number with K, M, G or T (powers of
+1024; KiB, MiB, GiB, TiB also accepted): 500M, 20G, 1.5T, 1048576.
+
+Options:
+      --cache <dir>       the cache directory (created if missing; a new
+                          one must be empty)
+      --limit <size>      the directory's limit, kept for later runs
+                          (default: the limit it has; a new directory gets
+                          half of its file system's free space)
+      --ram-dir <dir>     a RAM tier (tmpfs, e.g. /dev/shm/ufspack) in
+                          front of <dir>: records go to the first tier
+                          with room
+      --ram-limit <size>  the RAM tier's limit (default as --limit)
+  -j, --threads <n>       blocks read concurrently (default 4; 1-64)
+      --block <size>      bytes per read (default 8M; 64K-1G)
+      --json              one JSON object on stdout instead of the summary
+  -q, --quiet             no progress and no summary
+      --no-progress       no progress display (shown only on a terminal)
+
+Exit status: 0 done (also when the cache filled up), 1 failed (the pack
+or the cache cannot be read or written), 2 usage error, 3 the pack is
+damaged, 130 interrupted (what was cached stays; run again to resume).
+
+Examples:
+  ufspack warmup /nfs/imagenet/train.ufspack --cache /local/nvme/ufspack --limit 200G
+  ufspack warmup /nfs/val.ufspack --cache /local/nvme/ufspack --ram-dir /dev/shm/ufspack --ram-limit 20G -j8
+)";
+
+namespace {
+
+// The largest record the cache takes (cache/src/store.h's kMaxEntryLength,
+// not installed); Warmup() stops at a larger one as if the cache were full.
+constexpr uint64_t kCacheMaxRecordBytes = (1ull << 24) - 1;
+
+// Reads `text` (the value of `option`) as a size into *out; 0 is refused.
+// Returns kExitOk, or the usage error's exit status after printing it.
+int SizeOption(const char* option, const std::string& text, uint64_t min,
+               uint64_t max, uint64_t* out) {
+  uint64_t v = 0;
+  if (!ParseSize(text, &v)) {
+    return Usage("warmup", std::string(option) +
+                               " takes a size such as 500M, 20G, 1.5T or a "
+                               "number of bytes, not '" +
+                               Printable(text) + "'");
+  }
+  if (v < min || v > max) {
+    return Usage("warmup", std::string(option) + " takes a size from " +
+                               FormatBytes(min) + " to " + FormatBytes(max) +
+                               ", not '" + Printable(text) + "'");
+  }
+  *out = v;
+  return kExitOk;
+}
+
+}  // namespace
+
+int CmdWarmup(const Argv& argv) {
+  CommandLine cl("warmup");
+  CLI::App& app = cl.app();
+  std::string pack, cache_dir, limit_text, ram_dir, ram_limit_text,
+      threads_text, block_text;
+  bool json = false, quiet = false, no_progress = false;
+  app.add_option("pack", pack)->required();
+  app.add_option("--cache", cache_dir)->required();
+  CLI::Option* limit_opt = app.add_option("--limit", limit_text);
+  CLI::Option* ram_dir_opt = app.add_option("--ram-dir", ram_dir);
+  CLI::Option* ram_limit_opt = app.add_option("--ram-limit", ram_limit_text);
+  CLI::Option* threads_opt = app.add_option("-j,--threads", threads_text);
+  CLI::Option* block_opt = app.add_option("--block", block_text);
+  app.add_flag("--json", json);
+  app.add_flag("-q,--quiet", quiet);
+  app.add_flag("--no-progress", no_progress);
+  if (int rc = cl.Parse(argv); rc >= 0) return rc;
+
+  CacheOptions co;
+  co.dir = cache_dir;
+  if (cache_dir.empty()) return Usage("warmup", "--cache needs a directory");
+  const uint64_t kMaxSize = UINT64_MAX;
+  if (limit_opt->count() > 0) {
+    if (int rc = SizeOption("--limit", limit_text, 1, kMaxSize, &co.limit);
+        rc != kExitOk) {
+      return rc;
+    }
+  }
+  if (ram_limit_opt->count() > 0 && ram_dir_opt->count() == 0) {
+    return Usage("warmup", "--ram-limit needs --ram-dir");
+  }
+  if (ram_dir_opt->count() > 0) {
+    if (ram_dir.empty()) return Usage("warmup", "--ram-dir needs a directory");
+    co.ram_dir = ram_dir;
+    if (ram_limit_opt->count() > 0) {
+      if (int rc = SizeOption("--ram-limit", ram_limit_text, 1, kMaxSize,
+                              &co.ram_limit);
+          rc != kExitOk) {
+        return rc;
+      }
+    }
+  }
+  WarmupOptions wo;
+  int threads = 0;
+  if (int rc =
+          ThreadsOption("warmup", threads_opt, threads_text, 4, 64, &threads);
+      rc != kExitOk) {
+    return rc;
+  }
+  wo.threads = threads;
+  if (block_opt->count() > 0) {
+    if (int rc = SizeOption("--block", block_text, 64 << 10, 1ull << 30,
+                            &wo.block_bytes);
+        rc != kExitOk) {
+      return rc;
+    }
+  }
+
+  const auto t0 = std::chrono::steady_clock::now();
+  WarmupResult result;
+  std::vector<CacheTierStats> tiers;
+  std::vector<std::string> warnings;
+  std::mutex warnings_mu;
+  uint64_t records = 0;    // in the pack
+  uint64_t oversized = 0;  // records larger than the cache takes
+  // What the JSON object and the summary say, whatever happened.
+  auto report = [&](int code, const std::string& error, bool cache_full,
+                    uint64_t not_cached) {
+    if (!json) return code;
+    std::string j = "{\"ok\":" + std::string(error.empty() ? "true" : "false");
+    if (!error.empty()) j += ",\"error\":" + JsonString(error);
+    j += ",\"exit_code\":" + std::to_string(code);
+    j += ",\"interrupted\":" +
+         std::string(code == kExitInterrupted ? "true" : "false");
+    j += ",\"pack\":" + JsonString(pack);
+    j += ",\"cache\":" + JsonString(cache_dir);
+    j += ",\"ram_dir\":" +
+         (ram_dir_opt->count() > 0 ? JsonString(ram_dir) : std::string("null"));
+    j += ",\"records\":" + std::to_string(result.records);
+    j += ",\"already_cached\":" + std::to_string(result.already_cached);
+    j += ",\"added\":" + std::to_string(result.added);
+    j += ",\"refused\":" + std::to_string(result.refused);
+    j += ",\"not_cached\":" + std::to_string(not_cached);
+    j += ",\"cache_full\":" + std::string(cache_full ? "true" : "false");
+    j += ",\"oversized_records\":" + std::to_string(oversized);
+    j += ",\"bytes_read\":" + std::to_string(result.bytes_read);
+    j += ",\"bytes_total\":" + std::to_string(result.bytes_total);
+    const double seconds = result.seconds > 0 ? result.seconds : Since(t0);
+    j += ",\"seconds\":" + Fixed(seconds, 3);
+    j += ",\"mb_per_s\":" +
+         Fixed(seconds > 0
+                   ? static_cast<double>(result.bytes_read) / 1e6 / seconds
+                   : 0.0,
+               1);
+    j += ",\"tiers\":[";
+    for (size_t k = 0; k < tiers.size(); ++k) {
+      if (k) j += ",";
+      j += CacheTierJson(tiers[k]);
+    }
+    j += "],\"warnings\":[";
+    {
+      std::lock_guard<std::mutex> lock(warnings_mu);
+      for (size_t k = 0; k < warnings.size(); ++k) {
+        if (k) j += ",";
+        j += JsonString(warnings[k]);
+      }
+    }
+    j += "]}\n";
+    std::fflush(stderr);
+    std::fputs(j.c_str(), stdout);
+    return code;
+  };
+
+  // The pack first, without the cache: a missing or unreachable source is
+  // an error naming it (nothing to warm up from), and no cache directory
+  // is created for a mistyped path.
+  {
+    std::unique_ptr<Reader> probe;
+    Status s = Reader::Open(pack, {}, &probe);
+    for (uint64_t i = 0; s.ok() && i < probe->size(); ++i) {
+      Record r;
+      s = probe->GetRecord(i, &r);
+      if (s.ok() && r.stored_length > kCacheMaxRecordBytes) ++oversized;
+    }
+    if (!s.ok()) {
+      PrintError(s);
+      return report(ExitCodeFor(s), std::string(s.message()), false, 0);
+    }
+    records = probe->size();
+  }
+
+  Progress progress(!quiet && !json && !no_progress);
+  co.warn = [&](const std::string& m) {
+    {
+      std::lock_guard<std::mutex> lock(warnings_mu);
+      warnings.push_back(m);
+    }
+    // Erases the progress line first (it is redrawn at the next update).
+    std::string line = std::string(progress.enabled() ? "\r\x1b[K" : "") +
+                       "ufspack: warning: " + Printable(m) + "\n";
+    (void)WriteFd(2, line);
+  };
+  std::shared_ptr<Cache> cache;
+  Status s = Cache::Open(co, &cache);
+  if (!s.ok()) {
+    PrintError(s);
+    // A damaged cache directory is not a damaged pack (exit status 3).
+    return report(kExitFailure, std::string(s.message()), false, 0);
+  }
+  const std::vector<CacheTierStats> before = cache->Stats();
+
+  InstallSignalHandlers();
+  auto started = std::chrono::steady_clock::now();
+  bool first_call = true;
+  wo.progress = [&](uint64_t done, uint64_t total) {
+    if (first_call) {
+      started = std::chrono::steady_clock::now();
+      first_call = false;
+    }
+    if (progress.enabled()) {
+      const double secs = Since(started);
+      const double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
+      const double eta =
+          rate > 0 ? static_cast<double>(total - done) / rate : -1;
+      const int pct = total > 0 ? static_cast<int>(100 * done / total) : 100;
+      progress.Update("warming up " + FormatBytes(done) + " / " +
+                      FormatBytes(total) + " (" + std::to_string(pct) + "%)  " +
+                      Fixed(rate / 1e6, 1) + " MB/s  ETA " +
+                      FormatDuration(eta));
+    }
+    return !Interrupted();
+  };
+  s = Warmup(pack, cache, wo, &result);
+  progress.Clear();
+  tiers = cache->Stats();
+  // Set only once Warmup() got as far as planning; the pack's count anyway.
+  result.records = records;
+  const uint64_t not_cached =
+      result.records - result.already_cached - result.added;
+  const double rate =
+      result.seconds > 0
+          ? static_cast<double>(result.bytes_read) / 1e6 / result.seconds
+          : 0;
+  // Cache read and write errors during this run, from the tiers' shared
+  // counters (a cache clear cannot reset them while this process is
+  // attached).
+  uint64_t errors = 0;
+  for (size_t k = 0; k < tiers.size() && k < before.size(); ++k) {
+    errors += tiers[k].errors - before[k].errors;
+  }
+  std::string limits;
+  for (const CacheTierStats& t : tiers) {
+    if (!limits.empty()) limits += ", ";
+    limits += FormatBytes(t.limit);
+    if (tiers.size() > 1) limits += " in " + Printable(t.dir);
+  }
+
+  if (!s.ok()) {
+    if (s.IsAborted() && !result.stopped) {
+      // Warmup() reports a cache with no room even for this pack's table
+      // (its index copy and slot words) as Aborted, which is not an
+      // interruption here.
+      const std::string msg =
+          std::string(s.message()) + " (limit " + limits + "); raise --limit";
+      PrintError(Status::IOError(msg));
+      return report(kExitFailure, msg, true, records);
+    }
+    PrintError(s);
+    std::fprintf(stderr,
+                 "ufspack: %s records cached by this run before the error; "
+                 "what was cached stays\n",
+                 FormatCount(result.added).c_str());
+    return report(ExitCodeFor(s), std::string(s.message()), false, not_cached);
+  }
+  if (result.stopped) {
+    std::fprintf(stderr,
+                 "ufspack: interrupted: %s of %s read, %s records added "
+                 "(%s of %s cached); run the same command again to resume\n",
+                 FormatBytes(result.bytes_read).c_str(),
+                 FormatBytes(result.bytes_total).c_str(),
+                 FormatCount(result.added).c_str(),
+                 FormatCount(result.already_cached + result.added).c_str(),
+                 FormatCount(result.records).c_str());
+    return report(kExitInterrupted, "interrupted", false, not_cached);
+  }
+  // Refused records mean a full cache, or (Warmup() does not tell them
+  // apart) a record larger than the cache takes, at which it stops too.
+  const bool refused = result.refused > 0 && errors == 0;
+  const bool full = refused && oversized == 0;
+  if (!quiet && !json) {
+    std::printf(
+        "warmed up %s: %s records, %s already cached, %s added, "
+        "%s refused%s%s; %s read in %s s (%s MB/s) -> %s\n",
+        Printable(pack).c_str(), FormatCount(result.records).c_str(),
+        FormatCount(result.already_cached).c_str(),
+        FormatCount(result.added).c_str(), FormatCount(result.refused).c_str(),
+        oversized == 0 ? " by a full cache" : "",
+        // Warmup() stops at the first refusal: the records after it were
+        // not even offered.
+        not_cached > result.refused
+            ? (" (" + FormatCount(not_cached) + " not cached in all)").c_str()
+            : "",
+        FormatBytes(result.bytes_read).c_str(),
+        Fixed(result.seconds, 2).c_str(), Fixed(rate, 1).c_str(),
+        Printable(cache_dir).c_str());
+    std::fflush(stdout);  // before what follows on stderr, when both are one
+  }
+  if (errors > 0 && not_cached > 0) {
+    // A failing cache disk (EIO, ENOSPC): the warm-up did not do its job.
+    const std::string msg =
+        FormatCount(not_cached) +
+        " records not cached: the cache could not be read or written (" +
+        FormatCount(errors) + " errors; see the warning above)";
+    PrintError(Status::IOError(msg));
+    return report(kExitFailure, msg, false, not_cached);
+  }
+  if (refused && oversized > 0) {
+    std::fprintf(stderr,
+                 "ufspack: %s records not cached: the cache was full (limit "
+                 "%s) or met one of the %s records of this pack larger than "
+                 "the %s the cache takes per record; the warm-up stops at "
+                 "either\n",
+                 FormatCount(not_cached).c_str(), limits.c_str(),
+                 FormatCount(oversized).c_str(),
+                 FormatBytes(kCacheMaxRecordBytes + 1).c_str());
+  } else if (full) {
+    std::fprintf(stderr,
+                 "ufspack: cache full: %s records not cached (limit %s); "
+                 "raise --limit\n",
+                 FormatCount(not_cached).c_str(), limits.c_str());
+  }
+  return report(kExitOk, "", full, not_cached);
+}
+
+}  // namespace cli
+}  // namespace ufspack
