@@ -68,7 +68,7 @@ class PackCacheImpl final : public PackCache {
       for (size_t k = 0; k < items.size(); ++k) {
         (*results)[where[k]] = r[k];
         if (r[k] == Table::PutResult::kRefused ||
-            r[k] == Table::PutResult::kFailed) {
+            r[k] == Table::PutResult::kFailed) {  // kTooLarge: anywhere
           next.push_back(items[k]);
           next_where.push_back(where[k]);
         }

@@ -580,7 +580,8 @@ Status Store::OpenTable(const std::string& name, uint64_t slot_count,
       charge = 4 * kBlock + RoundUp(slots_size, kBlock) + extra;
       if (!Reserve(charge, nullptr)) {
         charge = 0;
-        return Status::Aborted("cache " + dir_ + " is full");
+        return Status::IOError("cache " + dir_ + " is full (limit " +
+                               FormatBytesIEC(limit_) + ")");
       }
       std::string hdr(kSlotsHeaderSize, '\0');
       std::memcpy(&hdr[0], kSlotsMagic, 8);
@@ -913,8 +914,10 @@ void Table::PutMany(const std::vector<Item>& items,
   uint64_t total = 0;
   for (size_t k = 0; k < items.size(); ++k) {
     const Item& it = items[k];
-    if (it.slot >= slot_count_ || it.length > kMaxEntryLength) {
+    if (it.slot >= slot_count_) {
       (*results)[k] = PutResult::kRefused;
+    } else if (it.length > kMaxEntryLength) {
+      (*results)[k] = PutResult::kTooLarge;
     } else if (slot_word(it.slot)->load(std::memory_order_acquire) == 0) {
       todo.push_back(k);
       total += RoundUp(kEntryHeaderSize + it.length, 8);
@@ -982,10 +985,7 @@ Table::PutResult Table::Put(uint64_t slot, const char* data, uint64_t length,
     return PutResult::kPresent;
   }
   if (store_->writes_disabled()) return PutResult::kFailed;
-  if (length > kMaxEntryLength) {
-    store_->Count(kRefused);
-    return PutResult::kRefused;
-  }
+  if (length > kMaxEntryLength) return PutResult::kTooLarge;
   const uint64_t size = RoundUp(kEntryHeaderSize + length, 8);
   if (!store_->Reserve(size, this)) return PutResult::kRefused;
   header_word(kSlCharged)->fetch_add(size);

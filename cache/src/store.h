@@ -52,7 +52,7 @@ inline constexpr uint64_t kHeaderSize = 4096;
 inline constexpr uint32_t kCacheVersion = 1;
 inline constexpr uint64_t kSlotsHeaderSize = 64;
 inline constexpr uint64_t kEntryHeaderSize = 32;
-inline constexpr uint64_t kMaxEntryLength = (1ull << 24) - 1;
+inline constexpr uint64_t kMaxEntryLength = kMaxCacheEntryBytes;
 // What the directory's own files and subdirectories are charged.
 inline constexpr uint64_t kBlock = 4096;
 inline constexpr uint64_t kBaseCharge = 8 * kBlock;
@@ -138,7 +138,9 @@ class Table {
   bool Lookup(uint64_t slot, uint64_t length, uint64_t checksum, char* dst);
   // Samples: whatever bytes the slot holds (checksummed).
   bool Get(uint64_t slot, std::string* out);
-  enum class PutResult { kStored, kPresent, kRefused, kFailed };
+  // kRefused: the tier is full; kTooLarge: over kMaxEntryLength, never
+  // cached; kFailed: the tier's disk failed.
+  enum class PutResult { kStored, kPresent, kRefused, kTooLarge, kFailed };
   PutResult Put(uint64_t slot, const char* data, uint64_t length,
                 uint64_t checksum);
   // Several entries with one charge and one write (warm-up): a large

@@ -51,8 +51,9 @@ Status Warmup(const std::string& pack_path, const std::shared_ptr<Cache>& cache,
       reader->info().index_path, reader->info().data_path, &attached));
   auto* pack = static_cast<cache_internal::PackCacheImpl*>(attached.get());
   if (pack->empty()) {
-    return Status::Aborted("cache " + cache->options().dir +
-                           " has no room for pack " + pack_path);
+    return Status::IOError("cache " + cache->options().dir +
+                           " has no room for pack " + pack_path +
+                           " (its index copy and slot array); raise the limit");
   }
   std::unique_ptr<RandomAccessFile> data;
   UFSPACK_RETURN_IF_ERROR(
@@ -70,6 +71,10 @@ Status Warmup(const std::string& pack_path, const std::shared_ptr<Cache>& cache,
       ++result->already_cached;
       continue;
     }
+    if (r.stored_length > kMaxCacheEntryBytes) {
+      ++result->too_large;
+      continue;
+    }
     result->bytes_total += r.stored_length;
     const uint64_t end = r.offset + r.stored_length;
     if (runs.empty() || r.offset < runs.back().end ||
@@ -84,6 +89,7 @@ Status Warmup(const std::string& pack_path, const std::shared_ptr<Cache>& cache,
   std::atomic<size_t> next{0};
   std::atomic<bool> stop{false};
   std::atomic<bool> full{false};
+  std::atomic<bool> failed{false};
   std::atomic<uint64_t> bytes_done{0}, added{0}, refused{0};
   std::mutex mu;
   Status first_error;
@@ -128,9 +134,11 @@ Status Warmup(const std::string& pack_path, const std::shared_ptr<Cache>& cache,
         for (size_t k = 0; k < items.size(); ++k) {
           if (results[k] == cache_internal::Table::PutResult::kStored) {
             added.fetch_add(1);
-          } else if (results[k] != cache_internal::Table::PutResult::kPresent) {
+          } else if (results[k] == cache_internal::Table::PutResult::kRefused) {
             refused.fetch_add(1);
             full.store(true);
+          } else if (results[k] == cache_internal::Table::PutResult::kFailed) {
+            failed.store(true);  // the cache's disk: warned about by the tier
           }
           bytes_done.fetch_add(items[k].length);
         }
@@ -141,8 +149,9 @@ Status Warmup(const std::string& pack_path, const std::shared_ptr<Cache>& cache,
         stop.store(true);
         break;
       }
-      // Every tier refused: the cache is full, reading on is pointless.
-      if (full.load()) {
+      // Every tier refused (the cache is full) or failed: reading on is
+      // pointless.
+      if (full.load() || failed.load()) {
         stop.store(true);
         break;
       }
@@ -152,19 +161,31 @@ Status Warmup(const std::string& pack_path, const std::shared_ptr<Cache>& cache,
   const int threads = std::max(1, std::min(options.threads, 64));
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
+  auto last_report = std::chrono::steady_clock::now();
+  bool first = true;
   while (finished.load() < threads) {
+    const auto now = std::chrono::steady_clock::now();
     if (options.progress && !result->stopped &&
-        !options.progress(bytes_done.load(), result->bytes_total)) {
-      stop.store(true);
-      result->stopped = true;
+        (first || now - last_report >= std::chrono::milliseconds(100))) {
+      first = false;
+      last_report = now;
+      if (!options.progress(bytes_done.load(), result->bytes_total)) {
+        stop.store(true);
+        result->stopped = true;
+      }
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   for (auto& t : pool) t.join();
   if (options.progress)
     options.progress(bytes_done.load(), result->bytes_total);
   result->added = added.load();
   result->refused = refused.load();
+  if (full.load() && first_error.ok()) {
+    // The records never offered once the cache was full count as refused.
+    result->refused = result->records - result->already_cached - result->added -
+                      result->too_large;
+  }
   result->bytes_read = bytes_done.load();
   result->seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)

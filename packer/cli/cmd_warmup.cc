@@ -60,10 +60,6 @@ Examples:
 
 namespace {
 
-// The largest record the cache takes (cache/src/store.h's kMaxEntryLength,
-// not installed); Warmup() stops at a larger one as if the cache were full.
-constexpr uint64_t kCacheMaxRecordBytes = (1ull << 24) - 1;
-
 // Reads `text` (the value of `option`) as a size into *out; 0 is refused.
 // Returns kExitOk, or the usage error's exit status after printing it.
 int SizeOption(const char* option, const std::string& text, uint64_t min,
@@ -205,11 +201,6 @@ int CmdWarmup(const Argv& argv) {
   {
     std::unique_ptr<Reader> probe;
     Status s = Reader::Open(pack, {}, &probe);
-    for (uint64_t i = 0; s.ok() && i < probe->size(); ++i) {
-      Record r;
-      s = probe->GetRecord(i, &r);
-      if (s.ok() && r.stored_length > kCacheMaxRecordBytes) ++oversized;
-    }
     if (!s.ok()) {
       PrintError(s);
       return report(ExitCodeFor(s), std::string(s.message()), false, 0);
@@ -283,16 +274,8 @@ int CmdWarmup(const Argv& argv) {
     if (tiers.size() > 1) limits += " in " + Printable(t.dir);
   }
 
+  oversized = result.too_large;
   if (!s.ok()) {
-    if (s.IsAborted() && !result.stopped) {
-      // Warmup() reports a cache with no room even for this pack's table
-      // (its index copy and slot words) as Aborted, which is not an
-      // interruption here.
-      const std::string msg =
-          std::string(s.message()) + " (limit " + limits + "); raise --limit";
-      PrintError(Status::IOError(msg));
-      return report(kExitFailure, msg, true, records);
-    }
     PrintError(s);
     std::fprintf(stderr,
                  "ufspack: %s records cached by this run before the error; "
@@ -311,23 +294,19 @@ int CmdWarmup(const Argv& argv) {
                  FormatCount(result.records).c_str());
     return report(kExitInterrupted, "interrupted", false, not_cached);
   }
-  // Refused records mean a full cache, or (Warmup() does not tell them
-  // apart) a record larger than the cache takes, at which it stops too.
-  const bool refused = result.refused > 0 && errors == 0;
-  const bool full = refused && oversized == 0;
+  const bool full = result.refused > 0 && errors == 0;
   if (!quiet && !json) {
     std::printf(
         "warmed up %s: %s records, %s already cached, %s added, "
-        "%s refused%s%s; %s read in %s s (%s MB/s) -> %s\n",
+        "%s refused by a full cache%s; %s read in %s s (%s MB/s) -> %s\n",
         Printable(pack).c_str(), FormatCount(result.records).c_str(),
         FormatCount(result.already_cached).c_str(),
         FormatCount(result.added).c_str(), FormatCount(result.refused).c_str(),
-        oversized == 0 ? " by a full cache" : "",
-        // Warmup() stops at the first refusal: the records after it were
-        // not even offered.
-        not_cached > result.refused
-            ? (" (" + FormatCount(not_cached) + " not cached in all)").c_str()
-            : "",
+        oversized > 0 ? (", " + FormatCount(oversized) +
+                         " larger than the cache takes (" +
+                         FormatBytes(kMaxCacheEntryBytes + 1) + ")")
+                            .c_str()
+                      : "",
         FormatBytes(result.bytes_read).c_str(),
         Fixed(result.seconds, 2).c_str(), Fixed(rate, 1).c_str(),
         Printable(cache_dir).c_str());
@@ -342,16 +321,7 @@ int CmdWarmup(const Argv& argv) {
     PrintError(Status::IOError(msg));
     return report(kExitFailure, msg, false, not_cached);
   }
-  if (refused && oversized > 0) {
-    std::fprintf(stderr,
-                 "ufspack: %s records not cached: the cache was full (limit "
-                 "%s) or met one of the %s records of this pack larger than "
-                 "the %s the cache takes per record; the warm-up stops at "
-                 "either\n",
-                 FormatCount(not_cached).c_str(), limits.c_str(),
-                 FormatCount(oversized).c_str(),
-                 FormatBytes(kCacheMaxRecordBytes + 1).c_str());
-  } else if (full) {
+  if (full) {
     std::fprintf(stderr,
                  "ufspack: cache full: %s records not cached (limit %s); "
                  "raise --limit\n",

@@ -59,6 +59,10 @@ class Store;
 class Table;
 }  // namespace cache_internal
 
+// The largest entry (record or sample) a cache holds: 16 MiB - 1 bytes.
+// Larger ones are never cached (they are read from the source each time).
+inline constexpr uint64_t kMaxCacheEntryBytes = (1ull << 24) - 1;
+
 struct CacheOptions {
   // The cache directory (the disk tier): created if missing.
   std::string dir;
@@ -154,7 +158,10 @@ class UFSPACK_EXPORT Cache final : public RecordCache {
 
 // Warm-up: reads a pack's data file in large sequential blocks and fills
 // the cache's raw tier, skipping records already cached (so an interrupted
-// warm-up resumes where it stopped).
+// warm-up resumes where it stopped).  Stops early, with OK, when the cache
+// is full (result->refused > 0).  Errors: the source's (unreachable,
+// damaged: Corruption); IOError when the cache has no room for the pack's
+// table at all.
 struct WarmupOptions {
   int threads = 4;                    // blocks read in parallel
   uint64_t block_bytes = 8ull << 20;  // bytes per read
@@ -167,7 +174,10 @@ struct WarmupResult {
   uint64_t records = 0;         // in the pack
   uint64_t already_cached = 0;  // found in the cache at the start
   uint64_t added = 0;           // cached by this warm-up
-  uint64_t refused = 0;         // not cached: the cache was full
+  // Not cached because the cache was full: refused, or never offered once
+  // it was (the warm-up stops when every tier refuses).
+  uint64_t refused = 0;
+  uint64_t too_large = 0;  // over kMaxCacheEntryBytes: skipped
   uint64_t bytes_read = 0;      // from the source
   uint64_t bytes_total = 0;     // stored bytes of the records to read
   double seconds = 0;
