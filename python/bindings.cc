@@ -913,6 +913,7 @@ PYBIND11_MODULE(_core, m) {
       .def("check_index", &PyReader::CheckIndex);
 
   py::class_<Prepared, std::shared_ptr<Prepared>>(m, "Prepared")
+      .def(py::init<>())  // empty: set_pixels gives it an image
       .def_property_readonly("width", [](const Prepared& p) { return p.width; })
       .def_property_readonly("height",
                              [](const Prepared& p) { return p.height; })

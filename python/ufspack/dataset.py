@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator, List, Literal, Optional, Tuple
 import numpy as np
 
 from ufspack import _core
+from ufspack import decoded as _decoded
 from ufspack import fast_transforms as _ft
 from ufspack.cache import Cache, CacheArg
 from ufspack.pack import Pack, PathLike, _check_index
@@ -67,6 +68,25 @@ class _Failed:
 
     def __init__(self, error: BaseException) -> None:
         self.error = error
+
+
+class _Prefixed:
+    """Internal: a sample read from the decoded cache: the cached part of
+    the transform is already applied."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+class _Hit:
+    """Internal: pixels found in the decoded cache, in place of a read."""
+
+    __slots__ = ("pixels",)
+
+    def __init__(self, pixels: np.ndarray) -> None:
+        self.pixels = pixels
 
 
 def _native_output(ns: _ft.NativeSpec) -> Tuple[Any, np.ndarray]:
@@ -296,6 +316,17 @@ class MyImageFolder(_Base):
             ``UFSPACK_CACHE`` environment variable, if set) or False (no
             cache even if ``UFSPACK_CACHE`` is set).  Samples and targets
             are the same with or without it.
+        cache_decoded: also cache, in ``cache``, each sample after the
+            deterministic leading part of ``transform``: the decode and the
+            leading ``Resize`` / ``CenterCrop`` transforms, as uint8 pixels.
+            The rest of ``transform`` (the random transforms, ToTensor,
+            Normalize...) runs on the cached pixels on every fetch, drawing
+            from torch's RNG as without the cache: the samples are the same
+            (``torch.equal``) with and without it.  A changed transform uses
+            other entries.  ``cached_transforms`` shows what is cached.
+            Needs a cache and the default decoder (no ``bytes_loader``, no
+            ``output="bytes"``); with another ``output`` than ``"pil"`` only
+            the decode is cached.
 
     Subsetting and relabelling work as on ImageFolder: assigning
     ``samples`` (or ``imgs``) a list of ``(path, target)`` pairs taken from
@@ -334,6 +365,7 @@ class MyImageFolder(_Base):
         on_error: OnError = "raise",
         fast_transforms: FastTransforms = False,
         cache: CacheArg = None,
+        cache_decoded: bool = False,
     ) -> None:
         if _BASE_TAKES_ROOT:
             super().__init__(root, transform=transform, target_transform=target_transform)
@@ -365,6 +397,15 @@ class MyImageFolder(_Base):
         self._plan: Optional[Tuple[Any, _ft.FastPlan]] = None  # (transform, its plan)
         self._pack = Pack(root, verify=verify, cache=cache)
         info = self._pack.info
+        self.cache_decoded = bool(cache_decoded)
+        if self.cache_decoded and (self._pack.cache is None or bytes_loader is not None or output == "bytes"):
+            raise ValueError(
+                "cache_decoded caches decoded pixels in the node-local cache: it needs a cache "
+                "(cache= or UFSPACK_CACHE) and the default decoder (no bytes_loader, output not 'bytes')"
+            )
+        self._pack_id: str = info["pack_id"]
+        self._dplan: Optional[_decoded.DecodedPlan] = None  # for the current transform
+        self._dtables: dict = {}  # table name -> (pid, _core.SampleTable)
         if info["flat"]:
             raise ValueError(
                 f"{self._pack.path}: built with --flat, it has no classes; use ufspack.Pack"
@@ -497,7 +538,18 @@ class MyImageFolder(_Base):
     def _transformed(self, sample: Any, k: int, reader: _core.Reader, rec: int) -> Tuple[Any, Any]:
         target = self._target_of(k, reader, rec)
         transform = self.transform
-        if self._fast_active():
+        d = self._decoded_active()
+        if d is not None and d.fast:
+            assert d.rest_plan is not None
+            transform = d.rest_plan.python  # the rest, after the native run on the cached pixels
+        elif d is not None:
+            if isinstance(sample, _Prefixed):
+                sample = sample.value
+            else:  # read and decoded: apply the cached part, and cache it
+                sample = d.apply_prefix(sample)
+                self._decoded_put(d, rec, sample)
+            transform = d.rest
+        elif self._fast_active():
             transform = self._plan[1].python  # type: ignore[index]  # the rest, after the native run
         if transform is not None:
             sample = transform(sample)
@@ -652,24 +704,12 @@ class MyImageFolder(_Base):
         bytes no decoder takes).  The random parameters are drawn sample by
         sample, in order, after the sample's image size is known and before
         the next sample's: the order torchvision draws them in."""
+        d = self._decoded_active()
+        if d is not None and d.fast:
+            return self._fast_samples_cached(d, reader, recs, threads)
         plan = self._plan[1]  # type: ignore[index]  # _fast_active() set it
         dct = self.fast_transforms is True
-        prepared: List[Any]
-        try:
-            if len(recs) == 1:
-                prepared = [reader.read_prepare(recs[0])]
-            else:
-                prepared = list(reader.read_prepare_batch(recs, threads))
-        except _core.CorruptPackError as e:
-            if len(recs) == 1:
-                prepared = [_Failed(e)]
-            else:  # find which: record by record
-                prepared = []
-                for r in recs:
-                    try:
-                        prepared.append(reader.read_prepare(r))
-                    except _core.CorruptPackError as e2:
-                        prepared.append(_Failed(e2))
+        prepared = self._prepare(reader, recs, threads)
         results: List[Any] = [None] * len(recs)
 
         def pil_pixels(i: int, p: Any) -> Any:
@@ -709,6 +749,171 @@ class MyImageFolder(_Base):
                     if pil_pixels(i, p) is None:
                         continue
                     _core.transform_batch([p], [ns.spec], [buf], 1)
+                results[i] = _native_value(ns, value)
+        return results
+
+    @staticmethod
+    def _prepare(reader: _core.Reader, recs: List[int], threads: int) -> List[Any]:
+        """read_prepare(_batch) of ``recs``: per record its Prepared, or
+        ``_Failed`` for a damaged record."""
+        try:
+            if len(recs) == 1:
+                return [reader.read_prepare(recs[0])]
+            return list(reader.read_prepare_batch(recs, threads))
+        except _core.CorruptPackError as e:
+            if len(recs) == 1:
+                return [_Failed(e)]
+        prepared: List[Any] = []  # find which: record by record
+        for r in recs:
+            try:
+                prepared.append(reader.read_prepare(r))
+            except _core.CorruptPackError as e2:
+                prepared.append(_Failed(e2))
+        return prepared
+
+    # --- cache_decoded ----------------------------------------------------------
+
+    @property
+    def cached_transforms(self) -> Optional[str]:
+        """What ``cache_decoded`` caches for the current ``transform``:
+        "decode -> Resize(...) -> CenterCrop(...)" (the rest of
+        ``transform`` runs on the cached pixels), or why nothing is
+        ("not cached: ..."); None when ``cache_decoded`` is off."""
+        d = self._decoded_plan()
+        if d is None:
+            return None
+        return d.description if d.name is not None else d.reason
+
+    def _decoded_plan(self) -> Optional[_decoded.DecodedPlan]:
+        if not self.cache_decoded:
+            return None
+        plan = self.fast_plan if self._fast_active() else None
+        d = self._dplan
+        if d is None or d.transform is not self.transform or d.fast != bool(plan):
+            d = _decoded.make_plan(self.transform, self.output, self.fast_transforms, plan, self._pack_id)
+            self._dplan = d
+        return d
+
+    def _decoded_active(self) -> Optional[_decoded.DecodedPlan]:
+        d = self._decoded_plan()
+        return d if d is not None and d.name is not None else None
+
+    def _decoded_table(self, d: _decoded.DecodedPlan) -> _core.SampleTable:
+        """This process's handle on the sample table of ``d`` (opened on
+        first use in each process)."""
+        assert d.name is not None and self.cache is not None
+        pid = os.getpid()
+        got = self._dtables.get(d.name)
+        if got is None or got[0] != pid:
+            got = (pid, self.cache._native().open_sample_table(d.name, len(self._pack)))
+            self._dtables[d.name] = got
+        return got[1]
+
+    def _decoded_get(self, d: _decoded.DecodedPlan, rec: int) -> Optional[np.ndarray]:
+        data = self._decoded_table(d).get(rec)
+        return None if data is None else _decoded.decode_pixels(data)
+
+    def _decoded_put(self, d: _decoded.DecodedPlan, rec: int, sample: Any) -> None:
+        """Caches the pixels of ``sample`` (a PIL image, an HxWx3 array or a
+        3xHxW uint8 tensor) for record ``rec``; a full cache refuses them."""
+        if isinstance(sample, np.ndarray):
+            arr = sample
+        elif hasattr(sample, "permute"):  # a torch tensor
+            arr = sample.permute(1, 2, 0).numpy()
+        elif getattr(sample, "mode", None) == "RGB":
+            arr = np.asarray(sample)
+        else:
+            return
+        data = _decoded.encode_pixels(arr)
+        if data is not None:
+            self._decoded_table(d).put(rec, data)
+
+    def _fast_samples_cached(
+        self, d: _decoded.DecodedPlan, reader: _core.Reader, recs: List[int], threads: int
+    ) -> list:
+        """``_fast_samples`` through the decoded cache: each sample's pixels
+        after the cached transforms come from the cache, or on a miss from
+        their native run (then cached); the rest of the plan runs natively on
+        the pixels.  The random parameters are drawn sample by sample, in
+        order, for the size of the cached part's output, before that part
+        runs on a miss: the same draws, for the same samples (a JPEG found
+        damaged while decoding has had its draws, as without the cache)."""
+        assert d.prefix_plan is not None and d.rest_plan is not None
+        dct = self.fast_transforms is True
+        n = len(recs)
+        results: List[Any] = [None] * n
+        pixels: List[Optional[np.ndarray]] = [self._decoded_get(d, rec) for rec in recs]
+        miss = [i for i in range(n) if pixels[i] is None]
+
+        def pil_pixels(i: int, p: Any) -> bool:
+            try:
+                img = self._pil_named(p.data, reader, recs[i])
+            except Exception as e:
+                results[i] = _Failed(e)
+                return False
+            p.set_pixels(np.asarray(img))
+            return True
+
+        # The misses, read and probed (PIL decodes what only PIL can).
+        prepared = {}
+        for i, p in zip(miss, self._prepare(reader, [recs[i] for i in miss], threads) if miss else []):
+            if isinstance(p, _Failed):
+                results[i] = p
+            elif p.kind != "pil" or pil_pixels(i, p):
+                prepared[i] = p
+        # The draws, in order.
+        prefix_ops = {}
+        rest_ops = {}
+        for i in range(n):
+            arr = pixels[i]
+            if arr is not None:
+                w, h = arr.shape[1], arr.shape[0]
+            elif i in prepared:
+                p = prepared[i]
+                prefix_ops[i] = d.prefix_plan.sample(p.width, p.height)  # draws nothing
+                w, h = prefix_ops[i].out_size
+            else:
+                continue
+            rest_ops[i] = d.rest_plan.sample(w, h)
+        # The cached part of the misses, natively, cached.
+        todo = []  # (i, prepared, NativeSpec, buffer)
+        for i, p in prepared.items():
+            ns = _ft.native_spec(prefix_ops[i], dct)
+            assert ns is not None and ns.output == "rgb"
+            todo.append((i, p, ns, np.empty((ns.spec.out_height, ns.spec.out_width, 3), np.uint8)))
+        if todo:
+            status = _core.transform_batch(
+                [t[1] for t in todo], [t[2].spec for t in todo], [t[3] for t in todo], threads
+            )
+            for (i, p, ns, buf), st in zip(todo, status):
+                if st is not None:  # libjpeg warned: PIL decodes, as the uncached path does
+                    if not pil_pixels(i, p):
+                        continue
+                    _core.transform_batch([p], [ns.spec], [buf], 1)
+                pixels[i] = buf
+                self._decoded_put(d, recs[i], buf)
+        # The rest of the plan, on the pixels.
+        from PIL import Image
+
+        rest = []  # (i, prepared, NativeSpec, value, buffer)
+        for i, ops in rest_ops.items():
+            arr = pixels[i]
+            if results[i] is not None or arr is None:
+                continue
+            if not d.rest_plan:  # nothing native left: the Python rest gets PIL's image
+                results[i] = Image.fromarray(arr, "RGB")
+                continue
+            ns = _ft.native_spec(ops, dct)
+            if ns is None:  # not expressible natively: torchvision's own calls
+                results[i] = d.rest_plan.apply_pil(Image.fromarray(arr, "RGB"), ops)
+                continue
+            p = _core.Prepared()
+            p.set_pixels(arr)
+            value, buf = _native_output(ns)
+            rest.append((i, p, ns, value, buf))
+        if rest:
+            _core.transform_batch([t[1] for t in rest], [t[2].spec for t in rest], [t[4] for t in rest], threads)
+            for i, _, ns, value, _ in rest:
                 results[i] = _native_value(ns, value)
         return results
 
@@ -772,6 +977,11 @@ class MyImageFolder(_Base):
         return Image.Image()._new(core)
 
     def _read(self, reader: _core.Reader, rec: int) -> Any:
+        d = self._decoded_active()
+        if d is not None and not d.fast:
+            arr = self._decoded_get(d, rec)
+            if arr is not None:
+                return _Hit(arr)
         if not self._decodes():
             return reader.read(rec)
         if self.output == "pil":
@@ -784,6 +994,20 @@ class MyImageFolder(_Base):
         return _DEFAULT_DECODE_THREADS_IN_WORKER if _in_dataloader_worker() else _DEFAULT_DECODE_THREADS
 
     def _read_batch(self, reader: _core.Reader, recs: List[int]) -> list:
+        d = self._decoded_active()
+        if d is not None and not d.fast:
+            out: List[Any] = []
+            for rec in recs:
+                arr = self._decoded_get(d, rec)
+                out.append(None if arr is None else _Hit(arr))
+            miss = [i for i, x in enumerate(out) if x is None]
+            if miss:
+                for i, x in zip(miss, self._read_batch_uncached(reader, [recs[i] for i in miss])):
+                    out[i] = x
+            return out
+        return self._read_batch_uncached(reader, recs)
+
+    def _read_batch_uncached(self, reader: _core.Reader, recs: List[int]) -> list:
         if not self._decodes():
             return reader.read_batch(recs, self._threads())
         if self.output == "pil":
@@ -791,6 +1015,9 @@ class MyImageFolder(_Base):
         return reader.read_decode_batch(recs, self._threads())
 
     def _convert(self, loaded: Any, reader: _core.Reader, rec: int) -> Any:
+        if isinstance(loaded, _Hit):  # from the decoded cache: numpy and torch get a writable copy
+            arr = loaded.pixels if self.output == "pil" else loaded.pixels.copy()
+            return _Prefixed(self._finish(arr, None, reader, rec))
         if self._custom_loader is not None:
             return self._custom_loader(loaded)
         if self.output == "bytes":
@@ -827,6 +1054,9 @@ class MyImageFolder(_Base):
         text = f"Pack: {self._pack.path}\nOutput: {self.output}"
         if self.cache is not None:
             text += f"\nCache: {self.cache.dir}"
+        cached = self.cached_transforms
+        if cached is not None:
+            text += f"\nDecoded cache: {cached}"
         plan = self.fast_plan
         if plan is not None:
             mode = "exact" if self.fast_transforms == "exact" else "DCT scaling allowed"
@@ -838,6 +1068,8 @@ class MyImageFolder(_Base):
         state = self.__dict__.copy()
         state["_targets_array"] = None
         state["_plan"] = None  # recomputed on first use
+        state["_dplan"] = None
+        state["_dtables"] = {}  # native handles: reopened in each process
         del state["_count_lock"]
         if self._bad_counts is not None and multiprocessing.context.get_spawning_popen() is None:
             # The shared counters only travel to a process being spawned (a
