@@ -160,8 +160,9 @@ def m_digest(path: str, cache: str, seed: int) -> dict:
 
 def m_decoded(path: str, cache: str, seed: int) -> dict:
     import torch
-    import ufspack
     from torchvision import transforms as T
+
+    import ufspack
 
     tf = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor(),
                     T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])

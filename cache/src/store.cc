@@ -257,16 +257,38 @@ Status Store::Init(uint64_t limit, uint64_t min_bytes) {
         "the cache's shared counters are "
         "little-endian; this host is not");
   }
-  UFSPACK_RETURN_IF_ERROR(MakeDirs(dir_));
   const std::string header_path = dir_ + "/" + kHeaderFileName;
+  // The file system the directory is (or will be) on: that of its nearest
+  // existing ancestor, so a tier too small to use is refused before
+  // anything is created in it.
   struct statvfs vfs;
-  if (::statvfs(dir_.c_str(), &vfs) != 0) {
-    return Status::FromErrno(dir_ + ": statvfs", errno);
+  std::string probe = dir_;
+  while (::statvfs(probe.c_str(), &vfs) != 0) {
+    const size_t slash = probe.find_last_of('/');
+    if ((errno != ENOENT && errno != ENOTDIR) || slash == std::string::npos) {
+      return Status::FromErrno(dir_ + ": statvfs", errno);
+    }
+    probe = slash == 0 ? "/" : probe.substr(0, slash);
   }
   const uint64_t fs_avail =
       static_cast<uint64_t>(vfs.f_bavail) * static_cast<uint64_t>(vfs.f_frsize);
   const uint64_t fs_total =
       static_cast<uint64_t>(vfs.f_blocks) * static_cast<uint64_t>(vfs.f_frsize);
+  struct stat hst;
+  if (min_bytes > 0 && ::stat(header_path.c_str(), &hst) != 0) {
+    const uint64_t keep_free = fs_total / 100;
+    const uint64_t reachable = fs_avail > keep_free ? fs_avail - keep_free : 0;
+    const uint64_t would =
+        std::min(limit != 0 ? limit : fs_avail / 2, reachable);
+    if (would < min_bytes) {
+      return Status::NotSupported(
+          dir_ + " could hold only " + FormatBytesIEC(would) +
+          " (file system " + FormatBytesIEC(fs_total) + ", " +
+          FormatBytesIEC(fs_avail) + " free), less than the " +
+          FormatBytesIEC(min_bytes) + " a RAM tier needs to be useful");
+    }
+  }
+  UFSPACK_RETURN_IF_ERROR(MakeDirs(dir_));
 
   int fd = ::open(header_path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0 && errno == ENOENT) {
@@ -885,6 +907,17 @@ bool Table::Get(uint64_t slot, std::string* out) {
   return false;
 }
 
+void Table::Release(uint64_t offset, uint64_t size) {
+  // Whatever part of the write reached the disk is deallocated first, so
+  // the charge can go without the directory outgrowing it.  Where the file
+  // system cannot punch holes the charge stays (space wasted, limit kept).
+  if (::fallocate(log_fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                  static_cast<off_t>(offset), static_cast<off_t>(size)) == 0) {
+    header_word(kSlCharged)->fetch_sub(size);
+    store_->Unreserve(size);
+  }
+}
+
 void Table::EncodeEntryHeader(char* hdr, uint64_t slot, uint64_t length,
                               uint64_t checksum) const {
   EncodeFixed32(hdr, kEntryMagic);
@@ -967,6 +1000,7 @@ void Table::PutMany(const std::vector<Item>& items,
   Status ws = WriteVec(log_fd_, std::move(iov), offset);
   if (!ws.ok()) {
     store_->WriteFailed("writing " + dir_ + "/log", ws);
+    Release(offset, total);
     for (size_t k : todo) (*results)[k] = PutResult::kFailed;
     return;
   }
@@ -1002,6 +1036,7 @@ Table::PutResult Table::Put(uint64_t slot, const char* data, uint64_t length,
                        offset);
   if (!ws.ok()) {
     store_->WriteFailed("writing " + dir_ + "/log", ws);
+    Release(offset, size);
     return PutResult::kFailed;
   }
   // Publish: the bytes are in the file before the slot points at them.

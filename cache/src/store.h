@@ -165,6 +165,9 @@ class Table {
   bool ReadEntry(uint64_t slot, uint64_t word, char* dst, uint64_t length,
                  const uint64_t* expected_checksum);
   void Drop(uint64_t slot, uint64_t word);
+  // A write of [offset, offset + size) of the log failed: gives its charge
+  // back if the range can be deallocated.
+  void Release(uint64_t offset, uint64_t size);
   void EncodeEntryHeader(char* hdr, uint64_t slot, uint64_t length,
                          uint64_t checksum) const;
   // Points `slot` at the entry written at `offset`; false if another

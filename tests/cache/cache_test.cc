@@ -549,10 +549,12 @@ TEST(CacheTest, EnospcAndEioOnTheCacheDiskFallBackToTheSource) {
   WritePack(tmp / "pack", items);
   Warnings warnings;
   auto cache = OpenCache(tmp / "cache", 0, warnings.fn());
+  uint64_t charged_before = 0;
   {
     fault::ScopedFaults faults;
     int id = fault::Inject(fault::Fail(fault::Call::kPwrite, "/log", ENOSPC));
     auto r = OpenCached(tmp / "pack", cache);
+    charged_before = Disk(cache).charged_bytes;  // the table, no entries
     EXPECT_EQ(ReadAllAndCompare(r.get(), items, 14), 0);
     // The first failure turns caching off for this process: one attempt.
     EXPECT_EQ(fault::Fired(id), 1);
@@ -562,6 +564,8 @@ TEST(CacheTest, EnospcAndEioOnTheCacheDiskFallBackToTheSource) {
       << warnings.all();
   EXPECT_EQ(Disk(cache).errors, 1u);
   EXPECT_EQ(Disk(cache).entries, 0u);
+  // The failed entry's charge was given back (its range deallocated).
+  EXPECT_EQ(Disk(cache).charged_bytes, charged_before);
 
   // EIO reading entries: every read still returns the right bytes.
   auto cache2 = OpenCache(tmp / "cache2", 0, warnings.fn());
@@ -775,6 +779,7 @@ TEST(CacheTest, DockerSizedRamTierIsReportedOnceAndSkipped) {
     Status s = Cache::Open(o, &c);
     if (!s.ok()) return "open: " + s.ToString();
     if (c->Stats().size() != 1) return "the RAM tier was used";
+    if (test::Exists(tmp / "shm/ufspack")) return "files left in the RAM tier";
     if (warnings.count() != 1) return "warnings: " + warnings.all();
     if (!test::Contains(warnings.all(), "RAM tier") ||
         !test::Contains(warnings.all(), "64.0 MiB")) {
