@@ -825,6 +825,7 @@ PYBIND11_MODULE(_core, m) {
   py::class_<Cache, std::shared_ptr<Cache>>(m, "Cache")
       .def(py::init(&OpenCache), py::arg("dir"), py::arg("limit") = 0,
            py::arg("ram_dir") = py::bytes(""), py::arg("ram_limit") = 0)
+      .def("flush_stats", &Cache::FlushStats)
       .def("stats",
            [](const Cache& c) {
              std::vector<CacheTierStats> tiers;

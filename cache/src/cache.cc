@@ -328,6 +328,10 @@ Status Cache::OpenSampleTable(const std::string& name, uint64_t slot_count,
   return Status::OK();
 }
 
+void Cache::FlushStats() const {
+  for (auto& tier : tiers_) tier->FlushLookups();
+}
+
 std::vector<CacheTierStats> Cache::Stats() const {
   std::vector<CacheTierStats> out;
   for (auto& tier : tiers_) out.push_back(tier->Stats());

@@ -243,6 +243,7 @@ Status Store::Open(const std::string& dir, uint64_t limit, uint64_t min_bytes,
 }
 
 Store::~Store() {
+  if (header_ != nullptr) FlushLookups();
   if (header_ != nullptr) ::munmap(header_, kHeaderSize);
   if (header_fd_ >= 0) ::close(header_fd_);  // drops the flock
 }
@@ -411,6 +412,30 @@ void Store::Recount() {
   charged += kBlock * ListDir(dir_ + "/sources").size();
   word(kHdrCharged)->store(charged);
   word(kHdrCounters + 8 * kEntries)->store(entries);
+}
+
+void Store::CountLookup(bool hit) {
+  static std::atomic<unsigned> next_thread{0};
+  thread_local const unsigned thread = next_thread.fetch_add(1);
+  Shard& shard = shards_[thread % kShards];
+  std::atomic<uint64_t>& local = hit ? shard.hits : shard.misses;
+  if (local.fetch_add(1, std::memory_order_relaxed) + 1 >= kLump) {
+    const uint64_t n = local.exchange(0, std::memory_order_relaxed);
+    if (n > 0) Count(hit ? kHits : kMisses, static_cast<int64_t>(n));
+  }
+}
+
+void Store::FlushLookups() const {
+  for (Shard& shard : shards_) {
+    const uint64_t h = shard.hits.exchange(0, std::memory_order_relaxed);
+    const uint64_t m = shard.misses.exchange(0, std::memory_order_relaxed);
+    if (h > 0) {
+      word(kHdrCounters + 8 * kHits)->fetch_add(h, std::memory_order_relaxed);
+    }
+    if (m > 0) {
+      word(kHdrCounters + 8 * kMisses)->fetch_add(m, std::memory_order_relaxed);
+    }
+  }
 }
 
 void Store::Count(Counter c, int64_t delta) {
@@ -685,6 +710,7 @@ void Store::WriteFailed(const std::string& what, const Status& s) {
 }
 
 CacheTierStats Store::Stats() const {
+  FlushLookups();
   CacheTierStats st;
   st.dir = dir_;
   st.limit = limit_;
@@ -883,11 +909,11 @@ bool Table::Lookup(uint64_t slot, uint64_t length, uint64_t checksum,
   if (slot < slot_count_) {
     const uint64_t w = slot_word(slot)->load(std::memory_order_acquire);
     if (w != 0 && ReadEntry(slot, w, dst, length, &checksum)) {
-      store_->Count(kHits);
+      store_->CountLookup(true);
       return true;
     }
   }
-  store_->Count(kMisses);
+  store_->CountLookup(false);
   return false;
 }
 
@@ -897,13 +923,13 @@ bool Table::Get(uint64_t slot, std::string* out) {
     if (w != 0) {
       out->resize(static_cast<size_t>(w & kMaxEntryLength));
       if (ReadEntry(slot, w, out->data(), out->size(), nullptr)) {
-        store_->Count(kHits);
+        store_->CountLookup(true);
         return true;
       }
     }
   }
   out->clear();
-  store_->Count(kMisses);
+  store_->CountLookup(false);
   return false;
 }
 

@@ -76,6 +76,12 @@ class Store {
   bool Reserve(uint64_t n, const Table* keep);
   void Unreserve(uint64_t n);
   void Count(Counter c, int64_t delta = 1);
+  // Hits and misses, counted per thread shard in this process and added
+  // to the shared header in lumps (a shared cache line written by every
+  // hit of every thread costs more than the hit).  Stats() and the
+  // destructor flush; a killed process loses at most kLump - 1 per shard.
+  void CountLookup(bool hit);
+  void FlushLookups() const;
 
   // Opens table `name` with `slot_count` slots.  When absent and `create`,
   // creates it, first letting `populate(tmp_dir)` add files (the index
@@ -122,6 +128,13 @@ class Store {
   uint64_t limit_ = 0;  // effective: min(configured, what the FS can hold)
   std::atomic<bool> writes_disabled_{false};
   std::atomic<int64_t> last_evict_ms_{0};
+  static constexpr int kShards = 16;
+  static constexpr uint64_t kLump = 64;
+  struct alignas(64) Shard {
+    std::atomic<uint64_t> hits{0};
+    std::atomic<uint64_t> misses{0};
+  };
+  mutable Shard shards_[kShards];
   mutable std::mutex warn_mu_;
   std::set<std::string> warned_;
 };

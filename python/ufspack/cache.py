@@ -9,6 +9,8 @@ the parameters and opens the native cache lazily in each process.
 
 from __future__ import annotations
 
+import atexit
+import multiprocessing.util
 import os
 import threading
 from typing import Any, Dict, List, Optional, Tuple, TypedDict, Union
@@ -67,6 +69,11 @@ def _native_for(key: _Key) -> _core.Cache:
         if got is not None and got[0] == pid:
             return got[1]  # another thread opened it meanwhile
         _natives[key] = (pid, native)
+    # Hits and misses reach the directory's counters in lumps: flush at
+    # exit, including a DataLoader worker's, which ends with os._exit()
+    # after running multiprocessing's finalizers (not atexit's).
+    atexit.register(native.flush_stats)
+    multiprocessing.util.Finalize(native, native.flush_stats, exitpriority=10)
     return native
 
 

@@ -140,8 +140,15 @@ class UFSPACK_EXPORT Cache final : public RecordCache {
   Status OpenSampleTable(const std::string& name, uint64_t slot_count,
                          std::unique_ptr<SampleTable>* table);
 
-  // The tiers in use, RAM first.
+  // The tiers in use, RAM first.  Flushes this process's hit and miss
+  // counts first (see FlushStats).
   std::vector<CacheTierStats> Stats() const;
+  // Hits and misses are added to the directory's shared counters in lumps
+  // (a counter written by every hit of every thread would cost more than
+  // the hit); this adds what this process counted so far.  Called by
+  // Stats() and the destructor; a process that ends without either (e.g.
+  // _exit) leaves up to 16 x 63 lookups per tier uncounted.
+  void FlushStats() const;
   const CacheOptions& options() const { return options_; }
 
   // Figures of the cache directory `dir` without attaching to it.
@@ -177,9 +184,9 @@ struct WarmupResult {
   // Not cached because the cache was full: refused, or never offered once
   // it was (the warm-up stops when every tier refuses).
   uint64_t refused = 0;
-  uint64_t too_large = 0;  // over kMaxCacheEntryBytes: skipped
-  uint64_t bytes_read = 0;      // from the source
-  uint64_t bytes_total = 0;     // stored bytes of the records to read
+  uint64_t too_large = 0;    // over kMaxCacheEntryBytes: skipped
+  uint64_t bytes_read = 0;   // from the source
+  uint64_t bytes_total = 0;  // stored bytes of the records to read
   double seconds = 0;
   bool stopped = false;  // progress() returned false
 };
