@@ -37,8 +37,14 @@ echo "== ufspack verify $PACK"
 "$UFSPACK" verify "$PACK"
 echo "== reading every record through the C++ API (examples/read_pack.cc)"
 "$BUILD_DIR/ufspack_read_example" "$PACK"
+CACHE="$BUILD_DIR/sample/cache"
+echo "== ufspack warmup $PACK --cache $CACHE (the node-local cache), then verify through it"
+rm -rf "$CACHE"
+"$UFSPACK" warmup "$PACK" --cache "$CACHE" --limit 1G
+"$UFSPACK" verify "$PACK" --cache "$CACHE"
+"$UFSPACK" cache stat "$CACHE"
 echo "== reading it back through Python: ufspack.MyImageFolder vs torchvision ImageFolder"
-PYTHONPATH="$BUILD_DIR/python" "$PYTHON" - "$PACK" "$SRC" <<'PY'
+PYTHONPATH="$BUILD_DIR/python" "$PYTHON" - "$PACK" "$SRC" "$CACHE" <<'PY'
 import sys, time
 import numpy as np
 import ufspack
@@ -72,6 +78,15 @@ for i in range(len(ref)):
     assert torch.equal(a, fast[i][0]), ref.samples[i][0]
 print(f"Python: fast_transforms: {fast.fast_plan.description}: "
       f"the same {len(ref)} tensors as torchvision")
+
+# Through the node-local cache filled by `ufspack warmup`: every record a hit.
+cached = ufspack.MyImageFolder(pack, cache=sys.argv[3])
+before = cached.cache.stats()[-1]["hits"]
+for i in range(len(theirs)):
+    assert np.array_equal(np.asarray(cached[i][0]), np.asarray(theirs[i][0])), theirs.samples[i][0]
+hits = cached.cache.stats()[-1]["hits"] - before
+assert hits == len(theirs), hits
+print(f"Python: MyImageFolder({pack!r}, cache={sys.argv[3]!r}): {hits} cache hits, same pixels")
 PY
 echo "== ufspack extract, then compare with the source tree"
 OUT="$BUILD_DIR/sample/extracted"
