@@ -130,6 +130,26 @@ BENCHMARK(BM_Open)->Arg(1000)->Arg(100000)->Arg(1000000)->Unit(
 // ~160-220 MiB per pack so the working set is well beyond CPU caches.
 uint64_t CountFor(size_t size) { return (200ull << 20) / size; }
 
+// The timed loop of the Read benchmarks: Reader::Read of `n` records of
+// `size` bytes in a random order (per thread), into one reused buffer.
+void TimeRandomReads(benchmark::State& state, const Reader& reader, uint64_t n,
+                     size_t size) {
+  const std::vector<uint64_t> order = RandomOrder(n, 7 + state.thread_index());
+  std::string buf(size, '\0');
+  size_t k = 0;
+  for (auto _ : state) {
+    size_t len;
+    Status s = reader.Read(order[k], buf.data(), buf.size(), &len);
+    if (!s.ok()) {
+      state.SkipWithError(s.ToString().c_str());
+      break;
+    }
+    if (++k == order.size()) k = 0;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(size));
+}
+
 void ReadBench(benchmark::State& state, bool verify) {
   const size_t size = static_cast<size_t>(state.range(0));
   const uint64_t n = CountFor(size);
@@ -152,20 +172,7 @@ void ReadBench(benchmark::State& state, bool verify) {
     }
     reader = slot;
   }
-  const std::vector<uint64_t> order = RandomOrder(n, 7 + state.thread_index());
-  std::string buf(size, '\0');
-  size_t k = 0;
-  for (auto _ : state) {
-    size_t len;
-    Status s = reader->Read(order[k], buf.data(), buf.size(), &len);
-    if (!s.ok()) {
-      state.SkipWithError(s.ToString().c_str());
-      break;
-    }
-    if (++k == order.size()) k = 0;
-  }
-  state.SetItemsProcessed(state.iterations());
-  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(size));
+  TimeRandomReads(state, *reader, n, size);
 }
 
 void BM_Read(benchmark::State& state) { ReadBench(state, true); }
@@ -220,20 +227,7 @@ void ReadCachedBench(benchmark::State& state, bool warmup) {
     }
     reader = slot;
   }
-  const std::vector<uint64_t> order = RandomOrder(n, 7 + state.thread_index());
-  std::string buf(size, '\0');
-  size_t k = 0;
-  for (auto _ : state) {
-    size_t len;
-    Status s = reader->Read(order[k], buf.data(), buf.size(), &len);
-    if (!s.ok()) {
-      state.SkipWithError(s.ToString().c_str());
-      break;
-    }
-    if (++k == order.size()) k = 0;
-  }
-  state.SetItemsProcessed(state.iterations());
-  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(size));
+  TimeRandomReads(state, *reader, n, size);
 }
 void BM_ReadNoVerify(benchmark::State& state) { ReadBench(state, false); }
 

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -296,6 +297,22 @@ void FlipByte(const std::string& path, uint64_t offset, uint8_t mask) {
 void Truncate(const std::string& path, uint64_t size) {
   if (truncate(path.c_str(), static_cast<off_t>(size)) != 0)
     Die("truncate " + path);
+}
+
+namespace {
+uint64_t g_disk_usage = 0;
+std::mutex g_disk_usage_mu;
+int AddBlocks(const char*, const struct stat* st, int, struct FTW*) {
+  g_disk_usage += static_cast<uint64_t>(st->st_blocks) * 512;
+  return 0;
+}
+}  // namespace
+
+uint64_t DiskUsage(const std::string& dir) {
+  std::lock_guard<std::mutex> lock(g_disk_usage_mu);
+  g_disk_usage = 0;
+  EXPECT_EQ(::nftw(dir.c_str(), AddBlocks, 16, FTW_PHYS), 0) << dir;
+  return g_disk_usage;
 }
 
 uint64_t FreeDiskBytes(const std::string& dir) {

@@ -54,6 +54,9 @@ void Truncate(const std::string& path, uint64_t size);
 // Free space for an unprivileged user on the file system holding `dir`, in
 // bytes (0 if unknown).
 uint64_t FreeDiskBytes(const std::string& dir);
+// Bytes allocated under `dir`, itself included (the sum of st_blocks * 512,
+// what du counts); symlinks are not followed.
+uint64_t DiskUsage(const std::string& dir);
 // MemAvailable from /proc/meminfo, in bytes (0 if unknown).
 uint64_t AvailableMemoryBytes();
 // Whether the file system holding `dir` stores holes without allocating

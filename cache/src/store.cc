@@ -55,25 +55,6 @@ constexpr uint64_t kSlCharged = 32;  // u64 bytes this table charged
 constexpr uint64_t kSlTableId = 40;  // u64 low 64 bits of the name's hash
 constexpr uint64_t kSlEntries = 48;  // u64 entries published
 
-// "1.5 GiB", "64.0 MiB", "512 B".
-std::string FormatBytesIEC(uint64_t n) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double v = static_cast<double>(n);
-  int u = 0;
-  while (v >= 1024 && u < 5) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  if (u == 0) {
-    std::snprintf(buf, sizeof(buf), "%llu B",
-                  static_cast<unsigned long long>(n));
-  } else {
-    std::snprintf(buf, sizeof(buf), "%.1f %s", v, units[u]);
-  }
-  return buf;
-}
-
 uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
 int64_t NowMs() {
@@ -283,10 +264,10 @@ Status Store::Init(uint64_t limit, uint64_t min_bytes) {
         std::min(limit != 0 ? limit : fs_avail / 2, reachable);
     if (would < min_bytes) {
       return Status::NotSupported(
-          dir_ + " could hold only " + FormatBytesIEC(would) +
-          " (file system " + FormatBytesIEC(fs_total) + ", " +
-          FormatBytesIEC(fs_avail) + " free), less than the " +
-          FormatBytesIEC(min_bytes) + " a RAM tier needs to be useful");
+          dir_ + " could hold only " + FormatBytes(would) + " (file system " +
+          FormatBytes(fs_total) + ", " + FormatBytes(fs_avail) +
+          " free), less than the " + FormatBytes(min_bytes) +
+          " a RAM tier needs to be useful");
     }
   }
   UFSPACK_RETURN_IF_ERROR(MakeDirs(dir_));
@@ -378,17 +359,16 @@ Status Store::Init(uint64_t limit, uint64_t min_bytes) {
   limit_ = std::min(configured, reachable);
   if (min_bytes > 0 && limit_ < min_bytes) {
     return Status::NotSupported(
-        dir_ + " can hold only " + FormatBytesIEC(limit_) + " (file system " +
-        FormatBytesIEC(fs_total) + ", " + FormatBytesIEC(fs_avail) +
-        " free), less than the " + FormatBytesIEC(min_bytes) +
+        dir_ + " can hold only " + FormatBytes(limit_) + " (file system " +
+        FormatBytes(fs_total) + ", " + FormatBytes(fs_avail) +
+        " free), less than the " + FormatBytes(min_bytes) +
         " a RAM tier needs to be useful");
   }
   if (configured > reachable) {
-    WarnOnce("limit", "cache " + dir_ + ": limit " +
-                          FormatBytesIEC(configured) +
+    WarnOnce("limit", "cache " + dir_ + ": limit " + FormatBytes(configured) +
                           " is more than its file system can hold (" +
-                          FormatBytesIEC(fs_avail) + " free); using " +
-                          FormatBytesIEC(limit_));
+                          FormatBytes(fs_avail) + " free); using " +
+                          FormatBytes(limit_));
   }
   return Status::OK();
 }
@@ -628,7 +608,7 @@ Status Store::OpenTable(const std::string& name, uint64_t slot_count,
       if (!Reserve(charge, nullptr)) {
         charge = 0;
         return Status::IOError("cache " + dir_ + " is full (limit " +
-                               FormatBytesIEC(limit_) + ")");
+                               FormatBytes(limit_) + ")");
       }
       std::string hdr(kSlotsHeaderSize, '\0');
       std::memcpy(&hdr[0], kSlotsMagic, 8);

@@ -103,20 +103,6 @@ bool ParseSize(const std::string& s, uint64_t* out) {
   return true;
 }
 
-std::string FormatBytes(uint64_t n) {
-  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  if (n < 1024) return std::to_string(n) + " B";
-  double v = static_cast<double>(n);
-  int u = 0;
-  while (v >= 1024 && u < 5) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), v < 10 ? "%.2f %s" : "%.1f %s", v, kUnits[u]);
-  return buf;
-}
-
 std::string FormatCount(uint64_t n) {
   std::string digits = std::to_string(n);
   std::string out;

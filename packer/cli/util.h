@@ -40,8 +40,8 @@ bool ParseUint(const std::string& s, uint64_t* out);
 // fraction of a byte is dropped.  False if `s` is not one or overflows.
 bool ParseSize(const std::string& s, uint64_t* out);
 
-// "68.2 MiB", "512 B".
-std::string FormatBytes(uint64_t n);
+// "68.2 MiB", "512 B" (ufspack/text.h).
+using ::ufspack::FormatBytes;
 // "1,234,567".
 std::string FormatCount(uint64_t n);
 // "1:02:03" or "2:03".

@@ -77,18 +77,6 @@ void WritePack(const std::string& dir, const std::vector<Item>& items) {
   ASSERT_TRUE(w->Finish(nullptr).ok());
 }
 
-uint64_t g_du = 0;
-int AddBlocks(const char*, const struct stat* st, int, struct FTW*) {
-  g_du += static_cast<uint64_t>(st->st_blocks) * 512;
-  return 0;
-}
-// Bytes allocated under `dir` (what `du` counts).
-uint64_t DiskUsage(const std::string& dir) {
-  g_du = 0;
-  nftw(dir.c_str(), AddBlocks, 16, FTW_PHYS);
-  return g_du;
-}
-
 struct Warnings {
   std::shared_ptr<std::vector<std::string>> lines =
       std::make_shared<std::vector<std::string>>();
@@ -388,7 +376,7 @@ TEST(CacheTest, ManyProcessesFillOneDirectoryExactBytes) {
   EXPECT_EQ(st.entries, 300u);  // each record published once
   EXPECT_EQ(st.dropped, 0u);
   EXPECT_LE(st.charged_bytes, st.limit);
-  EXPECT_LE(DiskUsage(dir), st.charged_bytes);
+  EXPECT_LE(test::DiskUsage(dir), st.charged_bytes);
   auto r = OpenCached(tmp / "pack", cache);
   const uint64_t hits = st.hits;
   EXPECT_EQ(ReadAllAndCompare(r.get(), items, 11), 0);
@@ -408,7 +396,7 @@ TEST(CacheTest, LimitHoldsUnderConcurrentWriters) {
                          auto cache = OpenCache(dir);  // keeps the limit
                          auto r = OpenCached(tmp / "pack", cache);
                          int bad = ReadAllAndCompare(r.get(), items, 300 + k);
-                         if (DiskUsage(dir) > limit) ++bad;
+                         if (test::DiskUsage(dir) > limit) ++bad;
                          return bad == 0 ? 0 : 1;
                        }),
             0);
@@ -416,7 +404,7 @@ TEST(CacheTest, LimitHoldsUnderConcurrentWriters) {
   CacheTierStats st = Disk(cache);
   EXPECT_EQ(st.limit, limit);
   EXPECT_LE(st.charged_bytes, limit);
-  EXPECT_LE(DiskUsage(dir), limit);
+  EXPECT_LE(test::DiskUsage(dir), limit);
   EXPECT_GT(st.refused, 0u);
   EXPECT_GT(st.entries, 0u);
   // Admission is "keep what is in": a second shuffled epoch hits about
@@ -626,7 +614,7 @@ TEST(CacheTest, FullCacheEvictsPacksNobodyUses) {
   CacheTierStats st = Disk(cache);
   EXPECT_EQ(st.evicted_tables, 1u);
   EXPECT_LE(st.charged_bytes, limit);
-  EXPECT_LE(DiskUsage(tmp / "cache"), limit);
+  EXPECT_LE(test::DiskUsage(tmp / "cache"), limit);
   EXPECT_EQ(Tables(tmp / "cache").size(), 1u);
   // A pack in use is never evicted: with b open, a is refused instead.
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
@@ -722,7 +710,7 @@ TEST(CacheTest, WarmupStopsWhenTheCacheIsFull) {
   EXPECT_GT(res.added, 0u);
   EXPECT_GT(res.refused, 0u);
   EXPECT_LT(res.added, 300u);
-  EXPECT_LE(DiskUsage(tmp / "cache"), limit);
+  EXPECT_LE(test::DiskUsage(tmp / "cache"), limit);
 }
 
 // In a child with its own mount namespace, mounts a tmpfs of `size` on

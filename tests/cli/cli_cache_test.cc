@@ -238,17 +238,7 @@ TEST(CliCacheJson, ParserRejectsWhatIsNotJson) {
 
 // --- Helpers --------------------------------------------------------------
 
-// Bytes allocated under `dir` (the sum of st_blocks * 512), as du counts.
-uint64_t g_du_bytes = 0;
-int AddBlocks(const char*, const struct stat* st, int, struct FTW*) {
-  g_du_bytes += static_cast<uint64_t>(st->st_blocks) * 512;
-  return 0;
-}
-uint64_t DiskUsage(const std::string& dir) {
-  g_du_bytes = 0;
-  EXPECT_EQ(::nftw(dir.c_str(), AddBlocks, 16, FTW_PHYS), 0) << dir;
-  return g_du_bytes;
-}
+using test::DiskUsage;
 
 CacheTierStats Stat(const std::string& dir) {
   CacheTierStats st;

@@ -29,6 +29,10 @@ UFSPACK_EXPORT size_t Utf8SequenceLength(const unsigned char* s, size_t n,
 // backslash becomes \\ so the escapes are unambiguous.
 UFSPACK_EXPORT std::string EscapeBytes(std::string_view bytes);
 
+// A byte count for people: "512 B", "1.50 KiB", "68.2 MiB" (powers of
+// 1024; two decimals below 10, one above).
+UFSPACK_EXPORT std::string FormatBytes(uint64_t n);
+
 }  // namespace ufspack
 
 #endif  // UFSPACK_TEXT_H_
