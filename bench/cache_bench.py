@@ -242,6 +242,8 @@ def main() -> int:
     ap.add_argument("--if-limit", type=int, default=400,
                     help="loose files read for ImageFolder on the slow FS")
     ap.add_argument("--out", help="directory for results.json")
+    ap.add_argument("--only", help="comma-separated subset: link, warmup, cached, "
+                    "imagefolder, cold, two_jobs, decoded (default: all)")
     ap.add_argument("--smoke", action="store_true",
                     help="a small generated tree, no slow FS, one run each")
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -269,11 +271,15 @@ def main() -> int:
     def fresh_cache() -> str:
         return tempfile.mkdtemp(prefix="c-", dir=caches)
 
+    def want(name: str) -> bool:
+        return not args.only or name in args.only.split(",")
+
     def seq(k):
         remount(src, mnt, args.delay)
         return run_child("seq", os.path.join(rpack, "data.ufs"))
 
-    res["link_seq"] = median_of(seq, args.repeat, "mb_s")
+    if want("link") or want("warmup"):
+        res["link_seq"] = median_of(seq, args.repeat, "mb_s")
 
     warm_dir = {}
 
@@ -288,73 +294,95 @@ def main() -> int:
         warm_dir["dir"] = d
         return {"seconds": s, "mb_s": data_bytes / s / 1e6, "cli": info}
 
-    res["warmup"] = median_of(warm, args.repeat, "mb_s")
-    res["warmup"]["of_link"] = res["warmup"]["median"] / res["link_seq"]["median"]
+    if want("warmup") or want("cached"):
+        res["warmup"] = median_of(warm, args.repeat, "mb_s")
+        if "link_seq" in res:
+            res["warmup"]["of_link"] = res["warmup"]["median"] / res["link_seq"]["median"]
 
-    cache = warm_dir["dir"]
-    remount(src, mnt, args.delay)
-    run_child("pack", rpack, cache, 0, 0)  # the cache's files into the page cache
-    run_child("pack", local, "", 0, 0)
-    res["cached_batched"] = median_of(
-        lambda k: run_child("pack", rpack, cache, 10 + k, 0), args.repeat, "samples_s")
-    res["local_batched"] = median_of(
-        lambda k: run_child("pack", local, "", 10 + k, 0), args.repeat, "samples_s")
+    if want("cached"):
+        cache = warm_dir["dir"]
+        remount(src, mnt, args.delay)
+        run_child("pack", rpack, cache, 0, 0)  # the cache's files into the page cache
+        run_child("pack", local, "", 0, 0)
+        res["cached_batched"] = median_of(
+            lambda k: run_child("pack", rpack, cache, 10 + k, 0), args.repeat, "samples_s")
+        res["local_batched"] = median_of(
+            lambda k: run_child("pack", local, "", 10 + k, 0), args.repeat, "samples_s")
 
     def imagefolder(k):
         remount(src, mnt, args.delay)
         return run_child("imagefolder", rtree, 20 + k, args.if_limit)
 
-    res["imagefolder"] = median_of(imagefolder, args.repeat, "samples_s")
+    if want("imagefolder") or want("cached"):
+        res["imagefolder"] = median_of(imagefolder, args.repeat, "samples_s")
 
-    def cold(with_cache):
-        def f(k):
+    if want("cold"):
+        # Interleaved (without, with, without, ...) so drift hits both alike.
+        runs: dict = {False: [], True: []}
+
+        def cold(k):
+            with_cache = k % 2 == 1
             remount(src, mnt, args.delay)
-            return run_child("pack", rpack, fresh_cache() if with_cache else "", 30 + k, 0)
-        return f
+            r = run_child("pack", rpack, fresh_cache() if with_cache else "", 30 + k // 2, 0)
+            runs[with_cache].append(r)
+            return r
 
-    res["cold_nocache"] = median_of(cold(False), args.repeat, "samples_s")
-    res["cold_cache"] = median_of(cold(True), args.repeat, "samples_s")
+        for k in range(2 * args.repeat):
+            cold(k)
+        for key, with_cache in (("cold_nocache", False), ("cold_cache", True)):
+            rs = runs[with_cache]
+            vals = [x["samples_s"] for x in rs]
+            med = statistics.median(vals)
+            res[key] = dict(rs[0], median=med, min=min(vals), max=max(vals), runs=len(rs),
+                            all=vals)
 
-    # Two jobs at once on one new cache.
-    remount(src, mnt, args.delay)
-    shared = fresh_cache()
-    alone = run_child("digest", local, "", 1)
-    want = alone["sha256"]
-    procs = [subprocess.Popen([PY, os.path.abspath(__file__), "--child", "digest",
-                               json.dumps([rpack, shared, 40 + j])],
-                              stdout=subprocess.PIPE, text=True) for j in range(2)]
-    outs = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs]
-    res["two_jobs"] = {
-        "cache_dir_bytes": du(shared), "data_bytes": data_bytes,
-        "copies": du(shared) / data_bytes,
-        "pss_kib": [o["pss_kib"] for o in outs],
-        "pss_kib_without_cache": alone["pss_kib"],
-        "same_bytes_as_without_cache": all(o["sha256"] == want for o in outs),
-    }
-    res["decoded"] = run_child("decoded", local, fresh_cache(), 0, "false")
-    res["decoded_exact"] = run_child("decoded", local, fresh_cache(), 0, "exact")
+    if want("two_jobs"):
+        remount(src, mnt, args.delay)
+        shared = fresh_cache()
+        alone = run_child("digest", local, "", 1)
+        expected = alone["sha256"]
+        procs = [subprocess.Popen([PY, os.path.abspath(__file__), "--child", "digest",
+                                   json.dumps([rpack, shared, 40 + j])],
+                                  stdout=subprocess.PIPE, text=True) for j in range(2)]
+        outs = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs]
+        res["two_jobs"] = {
+            "cache_dir_bytes": du(shared), "data_bytes": data_bytes,
+            "copies": du(shared) / data_bytes,
+            "pss_kib": [o["pss_kib"] for o in outs],
+            "pss_kib_without_cache": alone["pss_kib"],
+            "same_bytes_as_without_cache": all(o["sha256"] == expected for o in outs),
+        }
+    if want("decoded"):
+        res["decoded"] = run_child("decoded", local, fresh_cache(), 0, "false")
+        res["decoded_exact"] = run_child("decoded", local, fresh_cache(), 0, "exact")
     if not NO_SLOWFS:
         sh("bash", SLOWFS, "down", stdout=subprocess.DEVNULL)
 
     r = res
-    ratios = {
-        "warmup_of_link": r["warmup"]["of_link"],
-        "cached_vs_local": r["cached_batched"]["median"] / r["local_batched"]["median"],
-        "cached_vs_imagefolder_slowfs": r["cached_batched"]["median"] / r["imagefolder"]["median"],
-        "cold_epoch_cache_cost": r["cold_nocache"]["median"] / r["cold_cache"]["median"],
-    }
-    if "ratio" in r["decoded"]:
+    ratios = {}
+    if "of_link" in r.get("warmup", {}):
+        ratios["warmup_of_link"] = r["warmup"]["of_link"]
+    if "cached_batched" in r:
+        ratios["cached_vs_local"] = r["cached_batched"]["median"] / r["local_batched"]["median"]
+        ratios["cached_vs_imagefolder_slowfs"] = (r["cached_batched"]["median"]
+                                                  / r["imagefolder"]["median"])
+    if "cold_cache" in r:
+        ratios["cold_epoch_cache_cost"] = r["cold_nocache"]["median"] / r["cold_cache"]["median"]
+    if "ratio" in r.get("decoded", {}):
         ratios["decoded_epoch2_vs_epoch1"] = r["decoded"]["ratio"]
         ratios["decoded_exact_epoch2_vs_epoch1"] = r["decoded_exact"]["ratio"]
     res["ratios"] = ratios
     print(json.dumps(ratios, indent=2))
-    print(f"link {r['link_seq']['median']:.1f} MB/s; warm-up {r['warmup']['median']:.1f} MB/s; "
-          f"cached {r['cached_batched']['median']:.0f}/s; local {r['local_batched']['median']:.0f}/s; "
-          f"ImageFolder {r['imagefolder']['median']:.0f}/s; cold no cache "
-          f"{r['cold_nocache']['median']:.0f}/s, with cache {r['cold_cache']['median']:.0f}/s; "
-          f"two jobs: {r['two_jobs']['copies']:.2f} copies, PSS {r['two_jobs']['pss_kib']} KiB "
-          f"(one job without a cache: {r['two_jobs']['pss_kib_without_cache']} KiB), "
-          f"same bytes: {r['two_jobs']['same_bytes_as_without_cache']}")
+    for key in ("link_seq", "warmup", "cached_batched", "local_batched", "imagefolder",
+                "cold_nocache", "cold_cache"):
+        if key in r:
+            print(f"{key}: median {r[key]['median']:.1f} (min {r[key]['min']:.1f}, "
+                  f"max {r[key]['max']:.1f}, {r[key]['runs']} runs)")
+    if "two_jobs" in r:
+        t = r["two_jobs"]
+        print(f"two jobs: {t['copies']:.2f} copies, PSS {t['pss_kib']} KiB (one job without a "
+              f"cache: {t['pss_kib_without_cache']} KiB), same bytes: "
+              f"{t['same_bytes_as_without_cache']}")
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "results.json"), "w") as f:
