@@ -353,8 +353,21 @@ def main() -> int:
             "same_bytes_as_without_cache": all(o["sha256"] == expected for o in outs),
         }
     if want("decoded"):
-        res["decoded"] = run_child("decoded", local, fresh_cache(), 0, "false")
-        res["decoded_exact"] = run_child("decoded", local, fresh_cache(), 0, "exact")
+        # Each run a fresh cache; epoch 1 writes ~1.7 GB of pixels, so its
+        # speed depends on the page cache's writeback: median of --repeat.
+        for key, mode in (("decoded", "false"), ("decoded_exact", "exact")):
+            first = run_child("decoded", local, fresh_cache(), 0, mode)
+            if "skipped" in first:
+                res[key] = first
+                continue
+            rest = [run_child("decoded", local, fresh_cache(), k, mode)
+                    for k in range(1, args.repeat)]
+            runs = [first] + rest
+            vals = [x["ratio"] for x in runs]
+            med = statistics.median(vals)
+            best = min(runs, key=lambda x: abs(x["ratio"] - med))
+            res[key] = dict(best, ratio=med, min=min(vals), max=max(vals), runs=len(runs),
+                            all=runs)
     if not NO_SLOWFS:
         sh("bash", SLOWFS, "down", stdout=subprocess.DEVNULL)
 
@@ -378,6 +391,12 @@ def main() -> int:
         if key in r:
             print(f"{key}: median {r[key]['median']:.1f} (min {r[key]['min']:.1f}, "
                   f"max {r[key]['max']:.1f}, {r[key]['runs']} runs)")
+    for key in ("decoded", "decoded_exact"):
+        if "ratio" in r.get(key, {}):
+            d = r[key]
+            print(f"{key}: epoch 2 / epoch 1 median {d['ratio']:.2f}x (min {d['min']:.2f}, "
+                  f"max {d['max']:.2f}); the median run: {d['epoch1_samples_s']:.0f} -> "
+                  f"{d['epoch2_samples_s']:.0f} img/s")
     if "two_jobs" in r:
         t = r["two_jobs"]
         print(f"two jobs: {t['copies']:.2f} copies, PSS {t['pss_kib']} KiB (one job without a "
