@@ -2,11 +2,14 @@
 #include "ufspack/cache.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -108,15 +111,10 @@ Status CopyIndex(const std::string& source, const IndexHeader& header,
     } else {
       XXH3_128bits_update(state, p, len);
     }
-    size_t done = 0;
-    while (done < len) {
-      ssize_t w = ::write(out, p + done, len - done);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        s = Status::FromErrno(dst + ": write", errno);
-        break;
-      }
-      done += static_cast<size_t>(w);
+    s = cache_internal::WriteVec(out, {{const_cast<char*>(p), len}}, offset);
+    if (!s.ok()) {
+      s = s.WithContext(dst);
+      break;
     }
     offset += len;
   }
@@ -145,8 +143,26 @@ Status CopyIndex(const std::string& source, const IndexHeader& header,
 
 // Checks a cached index copy (untrusted, like everything in the cache):
 // its body must hash to the pack id `pack_hex`.  O(index size), about 10 ms
-// per million records from the page cache.
+// per million records from the page cache, so done once per process and
+// version of the file.
 Status VerifyIndexCopy(const std::string& path, const std::string& pack_hex) {
+  // Once per process and version of the file: every DataLoader worker
+  // opens the pack (forked ones inherit what their parent checked), and
+  // warm-up attaches twice; a copy changed since (its size, inode or mtime)
+  // is checked again.
+  static std::mutex mu;
+  static std::set<std::string> verified;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(path, errno);
+  const std::string key = pack_hex + ":" + std::to_string(st.st_dev) + ":" +
+                          std::to_string(st.st_ino) + ":" +
+                          std::to_string(st.st_size) + ":" +
+                          std::to_string(st.st_mtim.tv_sec) + "." +
+                          std::to_string(st.st_mtim.tv_nsec);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (verified.count(key) != 0) return Status::OK();
+  }
   std::unique_ptr<Region> region;
   UFSPACK_RETURN_IF_ERROR(MapFile(path, &region));
   std::string_view bytes = region->bytes();
@@ -163,6 +179,8 @@ Status VerifyIndexCopy(const std::string& path, const std::string& pack_hex) {
     return Status::Corruption(path + ": index copy does not match pack id " +
                               pack_hex);
   }
+  std::lock_guard<std::mutex> lock(mu);
+  verified.insert(key);
   return Status::OK();
 }
 
@@ -200,13 +218,7 @@ Status Cache::Open(const CacheOptions& options, std::shared_ptr<Cache>* cache) {
   }
   std::shared_ptr<Cache> c(new Cache());
   c->options_ = options;
-  if (!c->options_.warn) {
-    c->options_.warn = [](const std::string& m) {
-      std::string line = "ufspack: warning: " + m + "\n";
-      ssize_t ignored = ::write(2, line.data(), line.size());
-      (void)ignored;
-    };
-  }
+  if (!c->options_.warn) c->options_.warn = cache_internal::DefaultWarn;
   if (!options.ram_dir.empty()) {
     std::unique_ptr<Store> ram;
     Status s = Store::Open(options.ram_dir, options.ram_limit,

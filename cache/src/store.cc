@@ -106,26 +106,47 @@ Status ReadWholeFile(const std::string& path, std::string* out,
   return Status::OK();
 }
 
-Status WriteAll(int fd, const std::string& path, const char* data, size_t n,
-                uint64_t offset) {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t w =
-        ::pwrite(fd, data + done, n - done, static_cast<off_t>(offset + done));
-    if (w < 0) {
+}  // namespace
+
+// Writes all of `iov` at `offset`, 1024 iovecs (Linux's UIO_MAXIOV) at a
+// time, retrying short writes and EINTR.
+Status WriteVec(int fd, std::vector<struct iovec> iov, uint64_t offset) {
+  constexpr size_t kMaxIov = 1024;
+  size_t first = 0;
+  for (;;) {
+    while (first < iov.size() && iov[first].iov_len == 0) ++first;
+    if (first == iov.size()) break;
+    const int count = static_cast<int>(std::min(iov.size() - first, kMaxIov));
+    ssize_t n =
+        ::pwritev(fd, iov.data() + first, count, static_cast<off_t>(offset));
+    if (n < 0) {
       if (errno == EINTR) continue;
-      return Status::FromErrno(path + ": write", errno);
+      return Status::FromErrno("pwritev", errno);
     }
-    done += static_cast<size_t>(w);
+    if (n == 0) return Status::IOError("pwritev wrote nothing");
+    offset += static_cast<uint64_t>(n);
+    size_t left = static_cast<size_t>(n);
+    while (first < iov.size() && left >= iov[first].iov_len) {
+      left -= iov[first].iov_len;
+      ++first;
+    }
+    if (first < iov.size()) {
+      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
+      iov[first].iov_len -= left;
+    }
   }
   return Status::OK();
 }
+
+namespace {
 
 // Writes `contents` to a new file `path` (O_EXCL).
 Status WriteNewFile(const std::string& path, const std::string& contents) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return Status::FromErrno(path, errno);
-  Status s = WriteAll(fd, path, contents.data(), contents.size(), 0);
+  Status s =
+      WriteVec(fd, {{const_cast<char*>(contents.data()), contents.size()}}, 0);
+  if (!s.ok()) s = s.WithContext(path);
   ::close(fd);
   if (!s.ok()) ::unlink(path.c_str());
   return s;
@@ -198,13 +219,13 @@ bool ReadSlotsHeader(const std::string& table_dir, char* hdr) {
          std::memcmp(hdr, kSlotsMagic, 8) == 0;
 }
 
+}  // namespace
+
 void DefaultWarn(const std::string& message) {
   std::string line = "ufspack: warning: " + message + "\n";
   ssize_t ignored = ::write(2, line.data(), line.size());
   (void)ignored;
 }
-
-}  // namespace
 
 // --- Store
 // --------------------------------------------------------------------
@@ -774,34 +795,6 @@ Status Store::ClearDir(const std::string& dir, uint64_t* kept) {
   return Status::OK();
 }
 
-// Writes all of `iov` at `offset`, 1024 iovecs (Linux's UIO_MAXIOV) at a
-// time, retrying short writes and EINTR.
-Status WriteVec(int fd, std::vector<struct iovec> iov, uint64_t offset) {
-  constexpr size_t kMaxIov = 1024;
-  size_t first = 0;
-  while (first < iov.size()) {
-    const int count = static_cast<int>(std::min(iov.size() - first, kMaxIov));
-    ssize_t n =
-        ::pwritev(fd, iov.data() + first, count, static_cast<off_t>(offset));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno("pwritev", errno);
-    }
-    if (n == 0) return Status::IOError("pwritev wrote nothing");
-    offset += static_cast<uint64_t>(n);
-    size_t left = static_cast<size_t>(n);
-    while (first < iov.size() && left >= iov[first].iov_len) {
-      left -= iov[first].iov_len;
-      ++first;
-    }
-    if (first < iov.size()) {
-      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
-      iov[first].iov_len -= left;
-    }
-  }
-  return Status::OK();
-}
-
 // --- Table
 // --------------------------------------------------------------------
 
@@ -968,9 +961,15 @@ void Table::PutMany(const std::vector<Item>& items,
     return;
   }
   if (!store_->Reserve(total, this)) {
+    // The run does not fit: offer its entries one by one (some may).
+    if (todo.size() == 1) {
+      (*results)[todo[0]] = PutResult::kRefused;
+      return;
+    }
+    std::vector<PutResult> one;
     for (size_t k : todo) {
-      const Item& it = items[k];
-      (*results)[k] = Put(it.slot, it.data, it.length, it.checksum);
+      PutMany({items[k]}, &one);
+      (*results)[k] = one[0];
     }
     return;
   }
@@ -1020,34 +1019,9 @@ void Table::PutMany(const std::vector<Item>& items,
 
 Table::PutResult Table::Put(uint64_t slot, const char* data, uint64_t length,
                             uint64_t checksum) {
-  if (slot >= slot_count_) return PutResult::kRefused;
-  if (slot_word(slot)->load(std::memory_order_acquire) != 0) {
-    return PutResult::kPresent;
-  }
-  if (store_->writes_disabled()) return PutResult::kFailed;
-  if (length > kMaxEntryLength) return PutResult::kTooLarge;
-  const uint64_t size = RoundUp(kEntryHeaderSize + length, 8);
-  if (!store_->Reserve(size, this)) return PutResult::kRefused;
-  header_word(kSlCharged)->fetch_add(size);
-  const uint64_t offset = header_word(kSlTail)->fetch_add(size);
-  if ((offset / 8 + 1) >> 40 != 0) {
-    store_->Count(kRefused);
-    return PutResult::kRefused;  // log beyond 8 TiB: charged, never written
-  }
-  char hdr[kEntryHeaderSize];
-  EncodeEntryHeader(hdr, slot, length, checksum);
-  Status ws = WriteVec(log_fd_,
-                       {{hdr, sizeof(hdr)},
-                        {const_cast<char*>(data), static_cast<size_t>(length)}},
-                       offset);
-  if (!ws.ok()) {
-    store_->WriteFailed("writing " + dir_ + "/log", ws);
-    Release(offset, size);
-    return PutResult::kFailed;
-  }
-  // Publish: the bytes are in the file before the slot points at them.
-  return Publish(slot, offset, length) ? PutResult::kStored
-                                       : PutResult::kPresent;
+  std::vector<PutResult> result;
+  PutMany({{slot, data, length, checksum}}, &result);
+  return result[0];
 }
 
 }  // namespace cache_internal

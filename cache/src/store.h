@@ -17,6 +17,8 @@
 #ifndef UFSPACK_CACHE_STORE_H_
 #define UFSPACK_CACHE_STORE_H_
 
+#include <sys/uio.h>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -58,6 +60,13 @@ inline constexpr uint64_t kBlock = 4096;
 inline constexpr uint64_t kBaseCharge = 8 * kBlock;
 
 class Table;
+
+// Writes all of `iov` at `offset` of `fd` (pwritev, retrying EINTR and
+// short writes).
+Status WriteVec(int fd, std::vector<struct iovec> iov, uint64_t offset);
+
+// Prints "ufspack: warning: <message>" on stderr.
+void DefaultWarn(const std::string& message);
 
 class Store {
  public:

@@ -713,15 +713,7 @@ class MyImageFolder(_Base):
         results: List[Any] = [None] * len(recs)
 
         def pil_pixels(i: int, p: Any) -> Any:
-            """PIL's image of sample i (its pixels handed to ``p``), or None
-            after recording the failure."""
-            try:
-                img = self._pil_named(p.data, reader, recs[i])
-            except Exception as e:
-                results[i] = _Failed(e)
-                return None
-            p.set_pixels(np.asarray(img))
-            return img
+            return self._pil_pixels(reader, recs, results, i, p)
 
         todo = []  # (i, prepared, NativeSpec, value, buffer)
         for i, p in enumerate(prepared):
@@ -846,13 +838,7 @@ class MyImageFolder(_Base):
         miss = [i for i in range(n) if pixels[i] is None]
 
         def pil_pixels(i: int, p: Any) -> bool:
-            try:
-                img = self._pil_named(p.data, reader, recs[i])
-            except Exception as e:
-                results[i] = _Failed(e)
-                return False
-            p.set_pixels(np.asarray(img))
-            return True
+            return self._pil_pixels(reader, recs, results, i, p) is not None
 
         # The misses, read and probed (PIL decodes what only PIL can).
         prepared = {}
@@ -916,6 +902,18 @@ class MyImageFolder(_Base):
             for i, _, ns, value, _ in rest:
                 results[i] = _native_value(ns, value)
         return results
+
+    def _pil_pixels(self, reader: _core.Reader, recs: List[int], results: List[Any], i: int, p: Any) -> Any:
+        """PIL's image of sample ``i`` of a batch (for what only PIL decodes),
+        its pixels handed to the prepared sample ``p``; or None after
+        recording the failure in ``results[i]``."""
+        try:
+            img = self._pil_named(p.data, reader, recs[i])
+        except Exception as e:
+            results[i] = _Failed(e)
+            return None
+        p.set_pixels(np.asarray(img))
+        return img
 
     def _pil_named(self, raw: bytes, reader: _core.Reader, rec: int) -> Any:
         """PIL's RGB image of ``raw``; a failure keeps its type and names the sample."""
