@@ -415,6 +415,37 @@ CommandResult Run(const std::vector<std::string>& argv) {
   return result;
 }
 
+pid_t SpawnCli(const std::vector<std::string>& args,
+               const std::string& out_file, const std::string& err_file,
+               const std::vector<std::string>& env) {
+  std::vector<std::string> argv = {UFSPACK_CLI_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out_file.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_file.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  std::vector<std::string> added = env;
+  std::vector<char*> envp;
+  for (std::string& e : added) envp.push_back(e.data());
+  for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
+  envp.push_back(nullptr);
+  int rc =
+      ::posix_spawn(&pid, cargv[0], &fa, nullptr, cargv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    ADD_FAILURE() << "posix_spawn " << argv[0] << ": " << std::strerror(rc);
+    return -1;
+  }
+  return pid;
+}
+
 CommandResult RunCli(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {UFSPACK_CLI_PATH};
   argv.insert(argv.end(), args.begin(), args.end());

@@ -90,6 +90,14 @@ inline bool Contains(const Status& s, const std::string& needle) {
 
 // Runs the ufspack CLI built alongside the tests.
 CommandResult RunCli(const std::vector<std::string>& args);
+// Starts the CLI with `args` and returns its pid (the caller reaps it):
+// stdin from /dev/null, stdout and stderr to `out_file` / `err_file`, and
+// `env` ("NAME=value", taking precedence) added to this process's
+// environment.  -1 (and a test failure) if it cannot be started.
+pid_t SpawnCli(const std::vector<std::string>& args,
+               const std::string& out_file = "/dev/null",
+               const std::string& err_file = "/dev/null",
+               const std::vector<std::string>& env = {});
 
 // Runs argv like Run(), killed (SIGKILL) if still running after `seconds`;
 // exit_code is then -1.  For commands that must never block.

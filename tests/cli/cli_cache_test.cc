@@ -247,28 +247,7 @@ CacheTierStats Stat(const std::string& dir) {
   return st;
 }
 
-// Runs the CLI with its stdout and stderr to files, and `env` (NAME=value)
-// added to its environment; returns its pid.
-pid_t SpawnCli(const std::vector<std::string>& args,
-               const std::vector<std::string>& env, const std::string& out,
-               const std::string& err) {
-  std::vector<std::string> argv = {UFSPACK_CLI_PATH};
-  argv.insert(argv.end(), args.begin(), args.end());
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    for (const std::string& e : env) ::putenv(const_cast<char*>(e.c_str()));
-    int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(o, 1);
-    ::dup2(e, 2);
-    std::vector<char*> cargv;
-    for (std::string& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    ::execv(cargv[0], cargv.data());
-    ::_exit(127);
-  }
-  return pid;
-}
+using test::SpawnCli;
 
 class CliCacheTest : public ::testing::Test {
  protected:
@@ -761,8 +740,8 @@ TEST_F(CliCacheTest, InterruptedWarmupExits130AndAReRunCompletes) {
                                    "verify_asan_link_order=0";
   pid_t pid = SpawnCli(
       {"warmup", pack_, "--cache", cache_, "-j1", "--block", "64K", "--json"},
-      {preload, "UFSPACK_TEST_PREAD_DELAY_MS=50", asan_options},
-      tmp_ / "stdout", tmp_ / "stderr");
+      tmp_ / "stdout", tmp_ / "stderr",
+      {preload, "UFSPACK_TEST_PREAD_DELAY_MS=50", asan_options});
   ASSERT_GT(pid, 0);
   // Signal once the first records are in the cache.
   const auto deadline =

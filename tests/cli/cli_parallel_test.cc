@@ -145,25 +145,7 @@ TEST(CliParallel, ExtractStopsAtTheSameRecordAsOneThread) {
   EXPECT_EQ(test::ReadTree(tmp / "j4"), test::ReadTree(tmp / "j1"));
 }
 
-// Runs the CLI in a child process with stdout/stderr to files; returns pid.
-pid_t SpawnCli(const std::vector<std::string>& args, const std::string& out,
-               const std::string& err) {
-  std::vector<std::string> argv = {UFSPACK_CLI_PATH};
-  argv.insert(argv.end(), args.begin(), args.end());
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(o, 1);
-    ::dup2(e, 2);
-    std::vector<char*> cargv;
-    for (std::string& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    ::execv(cargv[0], cargv.data());
-    ::_exit(127);
-  }
-  return pid;
-}
+using test::SpawnCli;
 
 TEST(CliParallel, InterruptedExtractExits130LeavingNoPartialFile) {
   TempDir tmp;

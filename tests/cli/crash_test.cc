@@ -113,32 +113,7 @@ int64_t SizeOf(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : -1;
 }
 
-// Starts the CLI with `args`, stdin from /dev/null and stdout/stderr to
-// `out_file` / `err_file`.  The caller reaps it.
-pid_t SpawnCli(const std::vector<std::string>& args,
-               const std::string& out_file = "/dev/null",
-               const std::string& err_file = "/dev/null") {
-  std::vector<std::string> argv = {UFSPACK_CLI_PATH};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> cargv;
-  for (auto& a : argv) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out_file.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err_file.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, cargv[0], &fa, nullptr, cargv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    ADD_FAILURE() << "posix_spawn " << argv[0] << ": " << std::strerror(rc);
-    return -1;
-  }
-  return pid;
-}
+using test::SpawnCli;
 
 // Waits for `pid`; returns the raw wait status.
 int Reap(pid_t pid) {
