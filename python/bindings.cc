@@ -35,6 +35,7 @@
 #include "ufspack/format.h"
 #include "ufspack/parallel.h"
 #include "ufspack/reader.h"
+#include "ufspack/remote.h"  // registers s3://, http://, https://
 #include "ufspack/transform.h"
 #include "ufspack/version.h"
 
@@ -113,10 +114,43 @@ Status ReadRecordBytes(const Reader& reader, uint64_t i, std::string* out) {
   return reader.Read(rec, out->data(), out->size());
 }
 
-// Reads record `i` into a per-thread buffer and decodes it.
-void ReadAndDecode(const Reader& reader, uint64_t i, Decoded* out) {
+// The bytes of a batch's records.  From a remote pack they are fetched up
+// front with one Reader::ReadBatch (every request in flight at once,
+// neighbours merged); from a local one each worker reads its record with
+// one pread, as before.
+class Prefetched {
+ public:
+  Prefetched(const Reader& reader, const std::vector<uint64_t>& indices)
+      : reader_(reader), indices_(indices) {
+    if (reader.prefers_batches() && indices.size() > 1) {
+      active_ = true;
+      status_ = reader.ReadBatch(indices.data(), indices.size(), &batch_);
+    }
+  }
+  // Record indices_[k]'s bytes.
+  Status Get(size_t k, std::string* out) const {
+    if (!active_) return ReadRecordBytes(reader_, indices_[k], out);
+    if (!status_.ok()) return status_;
+    const std::string_view b = batch_.get(k);
+    out->assign(b.data(), b.size());
+    return Status::OK();
+  }
+
+ private:
+  const Reader& reader_;
+  const std::vector<uint64_t>& indices_;
+  bool active_ = false;
+  Status status_;
+  Batch batch_;
+};
+
+// Reads record `i` (or takes it from `pre`) into a per-thread buffer and
+// decodes it.
+void ReadAndDecode(const Reader& reader, uint64_t i, Decoded* out,
+                   const Prefetched* pre = nullptr, size_t k = 0) {
   thread_local std::string buffer;
-  out->status = ReadRecordBytes(reader, i, &buffer);
+  out->status =
+      pre ? pre->Get(k, &buffer) : ReadRecordBytes(reader, i, &buffer);
   if (!out->status.ok()) return;
   // NotSupported (PIL's pixels need PIL) or a decode error: either way PIL
   // decodes the bytes, and raises what ImageFolder would raise.
@@ -154,8 +188,10 @@ struct Prepared {
   int width = 0, height = 0;
 };
 
-void ReadAndPrepare(const Reader& reader, uint64_t i, Prepared* out) {
-  out->status = ReadRecordBytes(reader, i, &out->data);
+void ReadAndPrepare(const Reader& reader, uint64_t i, Prepared* out,
+                    const Prefetched* pre = nullptr, size_t k = 0) {
+  out->status =
+      pre ? pre->Get(k, &out->data) : ReadRecordBytes(reader, i, &out->data);
   if (!out->status.ok()) return;
   if (ProbeJpeg(out->data.data(), out->data.size(), &out->width, &out->height)
           .ok()) {
@@ -370,6 +406,25 @@ class PyReader {
   // (original_length sizes nothing), copied into bytes objects afterwards.
   py::list ReadBatch(const std::vector<uint64_t>& indices, int threads) const {
     const size_t n = indices.size();
+    if (reader_->prefers_batches() && n > 1) {
+      // A remote pack: one ReadBatch, every request in flight at once.
+      Batch batch;
+      Status s;
+      {
+        py::gil_scoped_release nogil;
+        s = reader_->ReadBatch(indices.data(), n, &batch);
+      }
+      Check(s);
+      py::list out(n);
+      for (size_t k = 0; k < n; ++k) {
+        const std::string_view b = batch.get(k);
+        PyObject* o = PyBytes_FromStringAndSize(
+            b.data(), static_cast<py::ssize_t>(b.size()));
+        if (o == nullptr) throw py::error_already_set();
+        PyList_SET_ITEM(out.ptr(), static_cast<py::ssize_t>(k), o);  // steals
+      }
+      return out;
+    }
     std::vector<Record> recs(n);
     std::vector<char*> dst(n, nullptr);
     std::vector<std::string> grown(n);
@@ -441,8 +496,9 @@ class PyReader {
     std::vector<Decoded> results(indices.size());
     {
       py::gil_scoped_release nogil;
+      const Prefetched pre(*reader_, indices);
       ParallelFor(indices.size(), threads, [&](size_t k) {
-        ReadAndDecode(*reader_, indices[k], &results[k]);
+        ReadAndDecode(*reader_, indices[k], &results[k], &pre, k);
       });
     }
     py::list out;
@@ -465,8 +521,9 @@ class PyReader {
     for (auto& p : out) p = std::make_shared<Prepared>();
     {
       py::gil_scoped_release nogil;
+      const Prefetched pre(*reader_, indices);
       ParallelFor(indices.size(), threads, [&](size_t k) {
-        ReadAndPrepare(*reader_, indices[k], out[k].get());
+        ReadAndPrepare(*reader_, indices[k], out[k].get(), &pre, k);
       });
     }
     for (auto& p : out) CheckedPrepared(p);
@@ -622,9 +679,10 @@ py::list ReadDecodePilBatch(const PyReader& self,
   std::vector<PilDecode> items(n);
   {
     py::gil_scoped_release nogil;
+    const Prefetched pre(reader, indices);
     ParallelFor(n, threads, [&](size_t k) {
       PilDecode& d = items[k];
-      d.status = ReadRecordBytes(reader, indices[k], &d.bytes);
+      d.status = pre.Get(k, &d.bytes);
       if (d.status.ok()) {
         d.prepared = d.decoder.Prepare(d.bytes.data(), d.bytes.size());
       }
@@ -1030,6 +1088,20 @@ PYBIND11_MODULE(_core, m) {
             ImageFormatName(SniffImageFormat(bytes.data(), bytes.size())));
       },
       py::arg("data"));
+  m.def(
+      "remote_stats",
+      [] {
+        const ufspack::RemoteStats st = ufspack::GetRemoteStats();
+        py::dict d;
+        d["requests"] = st.requests;
+        d["bytes"] = st.bytes;
+        d["retries"] = st.retries;
+        d["coalesced"] = st.coalesced;
+        return d;
+      },
+      "Process-wide counters of remote reads: requests sent (retries "
+      "included), response body bytes, retries, and ranges served by a "
+      "merged request.");
   m.def("build", &Build, py::arg("src"), py::arg("dst"),
         py::arg("threads") = 32, py::arg("compress") = "none",
         py::arg("level") = 3, py::arg("extensions") = py::none(),

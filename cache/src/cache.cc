@@ -32,6 +32,7 @@ namespace {
 // `path` made absolute and lexically normal ("a/./b/../c" -> "/cwd/a/c"),
 // without touching the file system: the source may be unreachable.
 std::string AbsolutePath(const std::string& path) {
+  if (IsUrl(path)) return path;  // a URL names its object already
   std::string full = path;
   if (full.empty() || full[0] != '/') {
     char cwd[4096];
@@ -57,83 +58,74 @@ std::string AbsolutePath(const std::string& path) {
   return out.empty() ? "/" : out;
 }
 
-// Reads and decodes the header of the index at `path`.
-Status ReadIndexHeader(const std::string& path, IndexHeader* header) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(path, errno);
+// Reads and decodes the header of the index `source` (a local file or a
+// URL).
+Status ReadIndexHeader(const RandomAccessFile& source, IndexHeader* header) {
   char buf[IndexHeader::kEncodedLength];
-  ssize_t n;
-  do {
-    n = ::pread(fd, buf, sizeof(buf), 0);
-  } while (n < 0 && errno == EINTR);
-  const int e = errno;
-  ::close(fd);
-  if (n < 0) return Status::FromErrno(path + ": read", e);
-  std::string_view in(buf, static_cast<size_t>(n));
-  UFSPACK_RETURN_IF_ERROR(header->DecodeFrom(&in).WithContext(path));
-  return header->ValidateLayout().WithContext(path);
+  size_t n = 0;
+  UFSPACK_RETURN_IF_ERROR(source.Read(0, sizeof(buf), buf, &n));
+  std::string_view in(buf, n);
+  UFSPACK_RETURN_IF_ERROR(header->DecodeFrom(&in).WithContext(source.name()));
+  return header->ValidateLayout().WithContext(source.name());
 }
 
-// Copies the index at `source` to `dst`, checking that its size is the
+// Copies the index `source` to `dst`, checking that its size is the
 // header's and that its body hashes to the pack id (the id is XXH3-128 of
 // the body): a copy that passes is the index the source had.
-Status CopyIndex(const std::string& source, const IndexHeader& header,
+Status CopyIndex(const RandomAccessFile& source, const IndexHeader& header,
                  const std::string& dst) {
-  int in = ::open(source.c_str(), O_RDONLY | O_CLOEXEC);
-  if (in < 0) return Status::FromErrno(source, errno);
   int out = ::open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (out < 0) {
-    int e = errno;
-    ::close(in);
-    return Status::FromErrno(dst, e);
-  }
+  if (out < 0) return Status::FromErrno(dst, errno);
   XXH3_state_t* state = XXH3_createState();
   XXH3_128bits_reset(state);
-  std::vector<char> buf(1 << 20);
+  // Large pieces: a remote index is one request per piece.
+  std::vector<char> buf(8 << 20);
   uint64_t offset = 0;
   Status s;
-  while (s.ok()) {
-    ssize_t n = ::pread(in, buf.data(), buf.size(), static_cast<off_t>(offset));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      s = Status::FromErrno(
-          source + ": read at offset " + std::to_string(offset), errno);
+  while (s.ok() && offset < header.index_size) {
+    const size_t want = static_cast<size_t>(
+        std::min<uint64_t>(buf.size(), header.index_size - offset));
+    size_t n = 0;
+    s = source.Read(offset, want, buf.data(), &n);
+    if (!s.ok()) {
+      s = s.WithContext("read at offset " + std::to_string(offset));
       break;
     }
     if (n == 0) break;
     const char* p = buf.data();
-    size_t len = static_cast<size_t>(n);
     // The body starts after the header.
     if (offset < IndexHeader::kEncodedLength) {
       const size_t skip = static_cast<size_t>(
-          std::min<uint64_t>(len, IndexHeader::kEncodedLength - offset));
-      XXH3_128bits_update(state, p + skip, len - skip);
+          std::min<uint64_t>(n, IndexHeader::kEncodedLength - offset));
+      XXH3_128bits_update(state, p + skip, n - skip);
     } else {
-      XXH3_128bits_update(state, p, len);
+      XXH3_128bits_update(state, p, n);
     }
-    s = cache_internal::WriteVec(out, {{const_cast<char*>(p), len}}, offset);
+    s = cache_internal::WriteVec(out, {{const_cast<char*>(p), n}}, offset);
     if (!s.ok()) {
       s = s.WithContext(dst);
       break;
     }
-    offset += len;
+    offset += n;
   }
   const XXH128_hash_t h = XXH3_128bits_digest(state);
   XXH3_freeState(state);
-  ::close(in);
   if (::close(out) != 0 && s.ok())
     s = Status::FromErrno(dst + ": close", errno);
   if (!s.ok()) return s;
-  if (offset != header.index_size) {
-    return Status::Corruption(
-        source + ": size: expected " + std::to_string(header.index_size) +
-        " bytes (recorded in its header), found " + std::to_string(offset));
+  uint64_t size = 0;
+  UFSPACK_RETURN_IF_ERROR(source.Size(&size));
+  if (offset != header.index_size || size != header.index_size) {
+    return Status::Corruption(source.name() + ": size: expected " +
+                              std::to_string(header.index_size) +
+                              " bytes (recorded in its header), found " +
+                              std::to_string(size));
   }
   PackId id;
   EncodeFixed64(reinterpret_cast<char*>(id.bytes.data()), h.low64);
   EncodeFixed64(reinterpret_cast<char*>(id.bytes.data()) + 8, h.high64);
   if (id != header.pack_id) {
-    return Status::Corruption(source +
+    return Status::Corruption(source.name() +
                               ": index body does not hash to its pack id " +
                               header.pack_id.ToHex() + " (found " + id.ToHex() +
                               "): changed while being copied, or damaged");
@@ -245,7 +237,11 @@ Status Cache::AttachPack(const std::string& index_path,
   const std::string source = AbsolutePath(index_path);
   Store* disk = tiers_.back().get();
   IndexHeader header;
-  Status source_status = ReadIndexHeader(index_path, &header);
+  std::unique_ptr<RandomAccessFile> source_file;
+  Status source_status = OpenRandomAccessFile(index_path, &source_file);
+  if (source_status.ok()) {
+    source_status = ReadIndexHeader(*source_file, &header);
+  }
   if (source_status.IsCorruption() || source_status.IsNotSupported()) {
     return source_status;  // readable, but not an index this build serves
   }
@@ -285,7 +281,7 @@ Status Cache::AttachPack(const std::string& index_path,
     if (is_disk) {
       populate = [&](const std::string& tmp, uint64_t* charged) -> Status {
         UFSPACK_RETURN_IF_ERROR(
-            CopyIndex(index_path, header, tmp + "/index.ufs"));
+            CopyIndex(*source_file, header, tmp + "/index.ufs"));
         *charged = (header.index_size + cache_internal::kBlock - 1) /
                    cache_internal::kBlock * cache_internal::kBlock;
         return Status::OK();

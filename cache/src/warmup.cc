@@ -57,7 +57,7 @@ Status Warmup(const std::string& pack_path, const std::shared_ptr<Cache>& cache,
   }
   std::unique_ptr<RandomAccessFile> data;
   UFSPACK_RETURN_IF_ERROR(
-      NewPosixRandomAccessFile(reader->info().data_path, &data));
+      OpenRandomAccessFile(reader->info().data_path, &data));
 
   // Plan the runs of records still missing, in data file order (a pack
   // stores records in index order).

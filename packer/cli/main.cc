@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "ufspack/remote.h"  // registers s3://, http://, https://
 #include "ufspack/types.h"
 #include "ufspack/version.h"  // generated from CMake's project(), its one source
 #include "util.h"

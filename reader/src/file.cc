@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -205,6 +207,104 @@ Status MapFile(const std::string& path, std::unique_ptr<Region>* result) {
 std::unique_ptr<Region> NewMemoryRegion(std::string name,
                                         std::string contents) {
   return std::make_unique<MemoryRegion>(std::move(name), std::move(contents));
+}
+
+Status RandomAccessFile::ReadMany(ReadOp* ops, size_t count,
+                                  size_t* failed) const {
+  for (size_t k = 0; k < count; ++k) {
+    Status s = Read(ops[k].offset, ops[k].n, ops[k].dst, &ops[k].got);
+    if (!s.ok()) {
+      *failed = k;
+      return s;
+    }
+  }
+  return Status::OK();
+}
+
+UrlStorage::~UrlStorage() = default;
+
+namespace {
+
+struct UrlRegistry {
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<UrlStorage>> schemes;
+};
+
+UrlRegistry& Registry() {
+  static UrlRegistry* registry = new UrlRegistry();  // never destroyed
+  return *registry;
+}
+
+// The scheme of a URL ("s3" of "s3://b/k"), or "" for a local path.
+std::string SchemeOf(const std::string& path) {
+  const size_t colon = path.find("://");
+  if (colon == std::string::npos || colon == 0) return "";
+  for (size_t i = 0; i < colon; ++i) {
+    const char c = path[i];
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+        (i > 0 && ((c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.'));
+    if (!ok) return "";
+  }
+  std::string scheme = path.substr(0, colon);
+  for (char& c : scheme) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return scheme;
+}
+
+}  // namespace
+
+void RegisterUrlStorage(const std::string& scheme,
+                        std::shared_ptr<UrlStorage> storage) {
+  UrlRegistry& r = Registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.schemes[scheme] = std::move(storage);
+}
+
+bool IsUrl(const std::string& path) { return !SchemeOf(path).empty(); }
+
+Status OpenRandomAccessFile(const std::string& path,
+                            std::unique_ptr<RandomAccessFile>* result) {
+  const std::string scheme = SchemeOf(path);
+  if (scheme.empty()) return NewPosixRandomAccessFile(path, result);
+  std::shared_ptr<UrlStorage> storage;
+  {
+    UrlRegistry& r = Registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    auto it = r.schemes.find(scheme);
+    if (it != r.schemes.end()) storage = it->second;
+  }
+  if (!storage) {
+    const size_t q = path.find('?');
+    return Status::NotSupported(
+        path.substr(0, q) + ": no storage for '" + scheme +
+        "://' URLs in this program (link ufspack::remote and include "
+        "ufspack/remote.h, which registers s3, http and https)");
+  }
+  return storage->OpenFile(path, result);
+}
+
+Status LoadFile(const std::string& path, std::unique_ptr<Region>* result) {
+  if (!IsUrl(path)) return MapFile(path, result);
+  std::unique_ptr<RandomAccessFile> file;
+  UFSPACK_RETURN_IF_ERROR(OpenRandomAccessFile(path, &file));
+  uint64_t size = 0;
+  UFSPACK_RETURN_IF_ERROR(file->Size(&size));
+  if (size > std::string().max_size()) {
+    return Status::NotSupported(file->name() + ": too large to load");
+  }
+  std::string contents(static_cast<size_t>(size), '\0');
+  size_t got = 0;
+  UFSPACK_RETURN_IF_ERROR(
+      file->Read(0, contents.size(), contents.data(), &got));
+  if (got != size) {
+    return Status::Corruption(file->name() + ": short read: expected " +
+                              std::to_string(size) + " bytes, found " +
+                              std::to_string(got));
+  }
+  *result = NewMemoryRegion(file->name(), std::move(contents));
+  return Status::OK();
 }
 
 }  // namespace ufspack

@@ -82,6 +82,30 @@ class ZstdOutput {
 
 Status ResolvePackPath(const std::string& path, std::string* index_path,
                        std::string* data_path) {
+  if (IsUrl(path)) {
+    // An object store has no directories to stat: a URL ending in
+    // "/index.ufs" names the index, any other names the pack's prefix.
+    // (A query string, as in a presigned URL, names one object only.)
+    if (path.find('?') != std::string::npos) {
+      return Status::InvalidArgument(
+          path.substr(0, path.find('?')) +
+          ": a URL with a query string names one object; a pack needs "
+          "two (index.ufs and data.ufs)");
+    }
+    std::string base = path;
+    while (!base.empty() && base.back() == '/') base.pop_back();
+    const std::string suffix = std::string("/") + kIndexFileName;
+    if (base.size() > suffix.size() &&
+        base.compare(base.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      *index_path = base;
+      *data_path =
+          base.substr(0, base.size() - suffix.size()) + "/" + kDataFileName;
+    } else {
+      *index_path = base + suffix;
+      *data_path = base + "/" + kDataFileName;
+    }
+    return Status::OK();
+  }
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     return Status::FromErrno(path, errno);
@@ -104,6 +128,8 @@ Status ResolvePackPath(const std::string& path, std::string* index_path,
 }
 
 Reader::~Reader() = default;
+
+bool Reader::prefers_batches() const { return data_->prefers_batches(); }
 
 namespace {
 
@@ -159,11 +185,11 @@ Status Reader::OpenCached(const std::string& path, const ReaderOptions& options,
   Status attached = options.cache->AttachPack(index_path, data_path, &pack);
   if (!attached.ok()) return s.ok() ? attached : s;
   std::unique_ptr<Region> index;
-  UFSPACK_RETURN_IF_ERROR(MapFile(pack->index_path(), &index));
+  UFSPACK_RETURN_IF_ERROR(LoadFile(pack->index_path(), &index));
   std::unique_ptr<RandomAccessFile> data;
   const bool offline = !pack->source_status().ok();
   if (!offline) {
-    s = NewPosixRandomAccessFile(data_path, &data);
+    s = OpenRandomAccessFile(data_path, &data);
     if (!s.ok()) {
       if (s.IsNotFound()) {
         return Status::NotFound(data_path + ": missing (" + index_path +
@@ -197,9 +223,9 @@ Status Reader::Open(const std::string& path, const ReaderOptions& options,
   std::string index_path, data_path;
   UFSPACK_RETURN_IF_ERROR(ResolvePackPath(path, &index_path, &data_path));
   std::unique_ptr<Region> index;
-  UFSPACK_RETURN_IF_ERROR(MapFile(index_path, &index));
+  UFSPACK_RETURN_IF_ERROR(LoadFile(index_path, &index));
   std::unique_ptr<RandomAccessFile> data;
-  Status s = NewPosixRandomAccessFile(data_path, &data);
+  Status s = OpenRandomAccessFile(data_path, &data);
   if (!s.ok()) {
     if (s.IsNotFound()) {
       return Status::NotFound(data_path + ": missing (" + index_path +
@@ -208,7 +234,7 @@ Status Reader::Open(const std::string& path, const ReaderOptions& options,
     return s;
   }
   s = Open(std::move(index), std::move(data), options, reader);
-  if (s.ok() || !s.IsCorruption()) return s;
+  if (s.ok() || !s.IsCorruption() || IsUrl(index_path)) return s;
   // A build killed between its two renames left its new data.ufs beside the
   // previous index.ufs, and the previous data.ufs as .data.ufs.prev: with
   // that file, the previous index is still a complete pack.
@@ -491,6 +517,12 @@ Status Reader::ReadStored(const Record& r, char* dst) const {
     return s.WithContext("record " + std::to_string(r.index) + " '" +
                          EscapeBytes(r.name) + "'");
   }
+  return CheckStored(r, dst, got);
+}
+
+// Checks `got` stored bytes of `r` read from data.ufs into dst (their
+// length and checksum) and offers them to the cache.
+Status Reader::CheckStored(const Record& r, const char* dst, size_t got) const {
   if (got != r.stored_length) {
     return Status::Corruption(
         data_->name() + ": record " + std::to_string(r.index) + " '" +
@@ -510,6 +542,46 @@ Status Reader::ReadStored(const Record& r, char* dst) const {
           ": checksum mismatch: expected " + HexU64(r.checksum) + ", found " +
           HexU64(actual));
     }
+  }
+  return Status::OK();
+}
+
+// Reads the stored bytes of records[0, count) with one ReadMany() of the
+// cache's misses (concurrent requests for a remote data file), then checks
+// each.  dsts[k] receives records[k]'s stored_length bytes.
+Status Reader::ReadStoredMany(const Record* records, char* const* dsts,
+                              size_t count) const {
+  std::vector<RandomAccessFile::ReadOp> ops;
+  std::vector<size_t> which;
+  ops.reserve(count);
+  which.reserve(count);
+  for (size_t k = 0; k < count; ++k) {
+    const Record& r = records[k];
+    if (cache_ &&
+        cache_->Lookup(r.index, r.stored_length, r.checksum, dsts[k])) {
+      continue;
+    }
+    RandomAccessFile::ReadOp op;
+    op.offset = r.offset;
+    op.n = static_cast<size_t>(r.stored_length);
+    op.dst = dsts[k];
+    ops.push_back(op);
+    which.push_back(k);
+  }
+  if (ops.empty()) return Status::OK();
+  size_t failed = ops.size();
+  Status s = data_->ReadMany(ops.data(), ops.size(), &failed);
+  if (!s.ok()) {
+    if (failed < ops.size()) {
+      const Record& r = records[which[failed]];
+      return s.WithContext("record " + std::to_string(r.index) + " '" +
+                           EscapeBytes(r.name) + "'");
+    }
+    return s;
+  }
+  for (size_t j = 0; j < ops.size(); ++j) {
+    UFSPACK_RETURN_IF_ERROR(
+        CheckStored(records[which[j]], ops[j].dst, ops[j].got));
   }
   return Status::OK();
 }
@@ -781,6 +853,14 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, Batch* out,
     }
     claimed += records[k].original_length;
   }
+  if (data_->prefers_batches() && count > 1) {
+    Status s = ReadBatchMany(records, out);
+    if (!s.ok()) {
+      out->data.clear();
+      out->offsets.clear();
+    }
+    return s;
+  }
 
   // Runs body(k) for every k on `threads` threads; the first error wins.
   auto for_each = [&](const std::function<Status(size_t)>& body) -> Status {
@@ -842,6 +922,74 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, Batch* out,
     out->offsets.clear();
   }
   return s;
+}
+
+Status Reader::ReadBatchMany(const std::vector<Record>& records,
+                             Batch* out) const {
+  const size_t count = records.size();
+  std::vector<uint64_t> offsets(count + 1, 0);
+  std::vector<char*> dsts(count);
+  bool any_zstd = false;
+  for (const Record& r : records) any_zstd |= r.codec == Codec::kZstd;
+  if (!any_zstd) {
+    // Raw records go straight into the batch buffer.
+    uint64_t total = 0;
+    for (size_t k = 0; k < count; ++k) {
+      offsets[k] = total;
+      total += records[k].original_length;
+    }
+    offsets[count] = total;
+    out->data.resize(static_cast<size_t>(total));
+    for (size_t k = 0; k < count; ++k) {
+      dsts[k] = out->data.data() + offsets[k];
+    }
+    UFSPACK_RETURN_IF_ERROR(ReadStoredMany(records.data(), dsts.data(), count));
+    out->offsets = std::move(offsets);
+    return Status::OK();
+  }
+  // Stored bytes first (one ReadMany), then zstd frames are decoded from
+  // memory, each into a string grown as its frame produces bytes, and the
+  // batch is assembled from what they produced.
+  uint64_t stored_total = 0;
+  std::vector<uint64_t> stored_at(count);
+  for (size_t k = 0; k < count; ++k) {
+    stored_at[k] = stored_total;
+    if (records[k].stored_length > info_.data_size) {
+      return Status::Corruption(info_.index_path + ": record " +
+                                std::to_string(records[k].index) +
+                                " is larger than the data file");
+    }
+    stored_total += records[k].stored_length;
+  }
+  std::string stored(static_cast<size_t>(stored_total), '\0');
+  for (size_t k = 0; k < count; ++k) dsts[k] = stored.data() + stored_at[k];
+  UFSPACK_RETURN_IF_ERROR(ReadStoredMany(records.data(), dsts.data(), count));
+  std::vector<std::string> decoded(count);
+  uint64_t total = 0;
+  for (size_t k = 0; k < count; ++k) {
+    offsets[k] = total;
+    if (records[k].codec == Codec::kZstd) {
+      StringOutput output(&decoded[k]);
+      UFSPACK_RETURN_IF_ERROR(
+          DecodeZstdRecord(data_->name(), records[k], dsts[k], &output));
+      output.Trim();
+      total += decoded[k].size();
+    } else {
+      total += records[k].stored_length;
+    }
+  }
+  offsets[count] = total;
+  out->data.resize(static_cast<size_t>(total));
+  for (size_t k = 0; k < count; ++k) {
+    char* dst = out->data.data() + offsets[k];
+    if (records[k].codec == Codec::kZstd) {
+      std::memcpy(dst, decoded[k].data(), decoded[k].size());
+    } else {
+      std::memcpy(dst, dsts[k], static_cast<size_t>(records[k].stored_length));
+    }
+  }
+  out->offsets = std::move(offsets);
+  return Status::OK();
 }
 
 Status Reader::ListMetadata(

@@ -162,6 +162,11 @@ class UFSPACK_EXPORT Reader {
   // options().cache alone (see ReaderOptions::cache).
   bool offline() const { return offline_; }
 
+  // True when records are best read in batches (ReadBatch) rather than one
+  // by one on a few threads: the data file is remote (s3://, https://),
+  // where a batch's requests are all in flight at once.
+  bool prefers_batches() const;
+
   ~Reader();
   Reader(const Reader&) = delete;
   Reader& operator=(const Reader&) = delete;
@@ -248,6 +253,11 @@ class UFSPACK_EXPORT Reader {
   Status Corrupt(uint64_t i, std::string_view name,
                  std::string_view what) const;
   Status ReadStored(const Record& r, char* dst) const;
+  Status CheckStored(const Record& r, const char* dst, size_t got) const;
+  Status ReadStoredMany(const Record* records, char* const* dsts,
+                        size_t count) const;
+  // ReadBatch() over a data file that prefers_batches() (a remote object).
+  Status ReadBatchMany(const std::vector<Record>& records, Batch* out) const;
   // Reads, checksums and decodes zstd record `r` into `output`.
   Status ReadZstd(const Record& r, internal::ZstdOutput* output) const;
   // The bounds-checked view of name pool bytes [offset, offset + length).

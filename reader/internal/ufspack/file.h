@@ -42,6 +42,26 @@ class UFSPACK_EXPORT RandomAccessFile {
 
   // The path (or a descriptive name) used in error messages.
   virtual const std::string& name() const = 0;
+
+  // One read of a batch given to ReadMany().
+  struct ReadOp {
+    uint64_t offset = 0;
+    size_t n = 0;
+    char* dst = nullptr;  // room for n bytes
+    size_t got = 0;       // set by ReadMany: n, or fewer at end of file
+  };
+
+  // Performs every read of ops[0, count), in any order and possibly
+  // concurrently, and returns the first error (ops then hold unspecified
+  // bytes), setting *failed to the index of the op it concerns (count when
+  // it concerns none in particular).  The default performs them one by one
+  // with Read(); a remote object issues them as concurrent requests,
+  // merging close ranges.
+  virtual Status ReadMany(ReadOp* ops, size_t count, size_t* failed) const;
+
+  // True when ReadMany() of a batch is much faster than its reads one by
+  // one on a few threads (a remote object: each read is a round trip).
+  virtual bool prefers_batches() const { return false; }
 };
 
 // What kind of file a stat(2) st_mode describes, as a noun: "FIFO",
@@ -56,6 +76,33 @@ UFSPACK_EXPORT Status NewPosixRandomAccessFile(
 // An in-memory file holding `contents`, named `name` in messages.
 UFSPACK_EXPORT std::unique_ptr<RandomAccessFile> NewMemoryRandomAccessFile(
     std::string name, std::string contents);
+
+// Files named by URL ("s3://bucket/key", "https://host/path"), opened by
+// the storage registered for the URL's scheme.  The reader itself only
+// knows local files; the remote component (ufspack/remote.h) registers
+// "s3", "http" and "https".
+class UFSPACK_EXPORT UrlStorage {
+ public:
+  virtual ~UrlStorage();
+  // Opens `url` for positioned reads.  Errors name the URL (with any query
+  // string, which may hold a signature, left out).
+  virtual Status OpenFile(const std::string& url,
+                          std::unique_ptr<RandomAccessFile>* file) = 0;
+};
+
+// Makes `storage` open URLs of `scheme` ("s3") in this process.  Replaces
+// an earlier registration.  Thread-safe.
+UFSPACK_EXPORT void RegisterUrlStorage(const std::string& scheme,
+                                       std::shared_ptr<UrlStorage> storage);
+
+// True when `path` is a URL ("<scheme>://..."), whether or not a storage is
+// registered for its scheme.
+UFSPACK_EXPORT bool IsUrl(const std::string& path);
+
+// Opens a local path (NewPosixRandomAccessFile) or a URL (its registered
+// storage; NotSupported naming the scheme when none is).
+UFSPACK_EXPORT Status OpenRandomAccessFile(
+    const std::string& path, std::unique_ptr<RandomAccessFile>* result);
 
 // A read-only, contiguous view of a whole file.
 //
@@ -74,6 +121,10 @@ class UFSPACK_EXPORT Region {
 // an empty region.
 UFSPACK_EXPORT Status MapFile(const std::string& path,
                               std::unique_ptr<Region>* result);
+
+// Maps a local file (MapFile) or reads a whole URL into memory.
+UFSPACK_EXPORT Status LoadFile(const std::string& path,
+                               std::unique_ptr<Region>* result);
 
 // A region owning `contents`.
 UFSPACK_EXPORT std::unique_ptr<Region> NewMemoryRegion(std::string name,
