@@ -267,8 +267,9 @@ void Classify(Active* a, CURLcode rc) {
     t->retryable = RetryableCurl(rc);
     if (rc == CURLE_PEER_FAILED_VERIFICATION) {
       what +=
-          "; the server's certificate is not trusted (AWS_CA_BUNDLE "
-          "names a CA file)";
+          "; the server's certificate is not trusted (a CA file can be "
+          "named by AWS_CA_BUNDLE for s3://, CURL_CA_BUNDLE or "
+          "SSL_CERT_FILE for https://)";
     }
     t->status = Status::IOError(Describe(*t) + ": " + what);
     return;
@@ -357,8 +358,7 @@ void Classify(Active* a, CURLcode rc) {
   }
 }
 
-void Start(Session* s, Active* a, const RemoteOptions& options,
-           const std::string& ca_bundle) {
+void Start(Session* s, Active* a, const RemoteOptions& options) {
   Transfer* t = a->t;
   CURL* e = s->Easy();
   a->easy = e;
@@ -392,8 +392,9 @@ void Start(Session* s, Active* a, const RemoteOptions& options,
   curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
   curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, options.verify_tls ? 1L : 0L);
   curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, options.verify_tls ? 2L : 0L);
-  if (!ca_bundle.empty())
-    curl_easy_setopt(e, CURLOPT_CAINFO, ca_bundle.c_str());
+  if (!t->ca_bundle.empty()) {
+    curl_easy_setopt(e, CURLOPT_CAINFO, t->ca_bundle.c_str());
+  }
   curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, t->follow_redirects ? 1L : 0L);
   curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
   if (t->method == "HEAD") {
@@ -456,8 +457,6 @@ Status RunTransfers(Transfer* const* transfers, size_t count,
   using Clock = std::chrono::steady_clock;
   std::unique_ptr<Session> session = Pool().Acquire();
   Session* s = session.get();
-  const char* ca = ::getenv("AWS_CA_BUNDLE");
-  const std::string ca_bundle = ca ? ca : "";
   std::vector<Active> actives(count);
   std::deque<size_t> pending;
   for (size_t k = 0; k < count; ++k) {
@@ -486,7 +485,7 @@ Status RunTransfers(Transfer* const* transfers, size_t count,
     while (!stop && in_flight < max_in_flight && !pending.empty()) {
       const size_t k = pending.front();
       pending.pop_front();
-      Start(s, &actives[k], options, ca_bundle);
+      Start(s, &actives[k], options);
       ++in_flight;
     }
     if (in_flight == 0) {

@@ -56,6 +56,7 @@ struct Transfer {
   // changed), not retried.
   std::string expect_etag;
   bool follow_redirects = false;
+  std::string ca_bundle;  // CA file for TLS; empty: the system's store
 
   // --- response
   Status status;

@@ -1,6 +1,7 @@
 // Copyright 2026 The ufspack Authors.
 #include "location.h"
 
+#include <cstdlib>
 #include <utility>
 
 namespace ufspack {
@@ -123,6 +124,7 @@ Status LocateS3(const std::string& url,
   loc->url = scheme + "://" + loc->host + loc->path;
   loc->display = "s3://" + loc->bucket + "/" + loc->key;
   loc->s3 = true;
+  loc->ca_bundle = settings->ca_bundle;
   loc->settings = std::move(settings);
   return Status::OK();
 }
@@ -139,6 +141,13 @@ Status LocateHttp(const std::string& url, ObjectLocation* loc) {
   loc->url = url;
   loc->display = Redact(url);
   loc->s3 = false;
+  for (const char* name : {"CURL_CA_BUNDLE", "SSL_CERT_FILE"}) {
+    const char* v = ::getenv(name);
+    if (v != nullptr && *v != '\0') {
+      loc->ca_bundle = v;
+      break;
+    }
+  }
   return Status::OK();
 }
 
@@ -147,6 +156,7 @@ void Prepare(const std::shared_ptr<const ObjectLocation>& loc,
              Transfer* t) {
   t->method = method;
   t->display = loc->display;
+  t->ca_bundle = loc->ca_bundle;
   if (!loc->s3) {
     t->url = loc->url;
     t->follow_redirects = true;

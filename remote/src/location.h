@@ -27,6 +27,7 @@ struct ObjectLocation {
                         // as given (http)
   std::string display;  // "s3://bucket/key", or the URL without its query
   bool s3 = false;
+  std::string ca_bundle;  // TLS trust: a CA file, or empty for the system's
   // s3 only:
   std::string bucket;
   std::string key;
@@ -44,7 +45,8 @@ Status LocateS3(const std::string& url,
                 std::shared_ptr<const AwsSettings> settings,
                 ObjectLocation* location);
 
-// The location of an http:// or https:// URL.
+// The location of an http:// or https:// URL; its CA file comes from
+// CURL_CA_BUNDLE, else SSL_CERT_FILE (the variables curl and OpenSSL read).
 Status LocateHttp(const std::string& url, ObjectLocation* location);
 
 // Fills t's url, display, headers and signer for a request to `location`
