@@ -55,6 +55,50 @@ class StaticServer {
   std::string url_;
 };
 
+// A real S3 server (SeaweedFS or moto) from tests/remote/s3server.py, in
+// the venv of scripts/s3-test-env.sh, optionally behind its fault-injecting
+// proxy.  Stopped on destruction.
+class S3Server {
+ public:
+  // kind: "seaweedfs" or "moto".  Check ok() (and skip_reason(): the venv
+  // could not be installed, e.g. no network) before use.
+  S3Server(const std::string& kind, const std::string& dir, bool proxy);
+  ~S3Server();
+  S3Server(const S3Server&) = delete;
+  S3Server& operator=(const S3Server&) = delete;
+
+  bool ok() const { return !endpoint_.empty(); }
+  const std::string& skip_reason() const { return skip_reason_; }
+  const std::string& endpoint() const { return endpoint_; }
+  const std::string& proxy() const { return proxy_; }  // "" without
+  const std::string& access_key() const { return access_key_; }
+  const std::string& secret_key() const { return secret_key_; }
+  const std::string& bucket() const { return bucket_; }
+
+  // Sets AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION and
+  // AWS_ENDPOINT_URL (the proxy's when `via_proxy`) in this process, and
+  // clears the other AWS_* variables that would take precedence.
+  void ExportEnv(bool via_proxy = false) const;
+  // Uploads a local file with boto3 (another tool than ufspack).
+  void Put(const std::string& local_path, const std::string& key) const;
+  // Deletes an object with boto3.
+  void Delete(const std::string& key) const;
+  // Proxy control (see s3server.py): adds fault rules (JSON), returns the
+  // request log (a JSON array), drops rules and log.
+  void Faults(const std::string& rules_json) const;
+  std::string Log() const;
+  void Reset() const;
+
+ private:
+  std::string Boto3(const std::string& code) const;
+  std::string dir_, venv_python_, skip_reason_;
+  std::string endpoint_, proxy_, control_, access_key_, secret_key_, bucket_;
+};
+
+// Clears the AWS_* variables of this process (settings come only from what
+// a test sets).
+void ClearAwsEnv();
+
 // Makes a self-signed certificate for 127.0.0.1 (openssl CLI) into
 // dir/cert.pem and dir/key.pem.
 void MakeSelfSignedCert(const std::string& dir);
