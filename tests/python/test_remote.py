@@ -19,6 +19,9 @@ from torchvision import transforms
 import ufspack
 from ufspack import _core
 
+# The fixture s3_server (SeaweedFS behind the logging proxy).
+pytest_plugins = ["s3fixture"]
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVER = os.path.join(HERE, "..", "remote", "static_server.py")
 
@@ -120,3 +123,92 @@ def test_cache_serves_epoch_two_without_requests(web, tmp_path):
     again = p2.read_many(list(range(len(p2))))
     assert delta(before)["requests"] == 0
     assert again == first
+
+
+# --- S3 (SeaweedFS) ------------------------------------------------------------
+
+
+@pytest.fixture
+def s3_pack(s3_server, small_pack, monkeypatch):
+    """small_pack uploaded (data first) to the SeaweedFS bucket; the AWS
+    settings of this process pointed at the server."""
+    prefix = "py/small.ufspack"
+    for name in ("data.ufs", "index.ufs"):
+        with open(os.path.join(small_pack, name), "rb") as f:
+            s3_server.put(f"{prefix}/{name}", f.read())
+    for k in list(os.environ):
+        if k.startswith("AWS_"):
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/config")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.secret_key)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server.endpoint)
+    return f"s3://{s3_server.bucket}/{prefix}"
+
+
+def test_myimagefolder_over_s3_matches_imagefolder(s3_pack, small_tree):
+    t = transforms.ToTensor()
+    ref = torchvision.datasets.ImageFolder(small_tree, transform=t)
+    ds = ufspack.MyImageFolder(s3_pack, transform=t)
+    assert ds.classes == ref.classes
+    assert ds.targets == ref.targets
+    batch = ds.__getitems__(list(range(len(ref))))
+    for i, (x, y) in enumerate(batch):
+        assert y == ref.targets[i]
+        assert torch.equal(x, ref[i][0]), i
+    x, y = ds[5]
+    assert torch.equal(x, ref[5][0]) and y == ref.targets[5]
+
+
+def test_s3_requests_counted_by_the_proxy(s3_pack, s3_server, small_tree, monkeypatch):
+    """Through the proxy: one request per record read alone, and a batch
+    of neighbours in one request; bytes on the wire = the records' bytes."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server.proxy)
+    monkeypatch.setenv("UFSPACK_REMOTE_COALESCE_GAP", "0")
+    p = ufspack.Pack(s3_pack)
+    s3_server.reset()
+    sizes = [p.record(i)["size"] for i in range(len(p))]
+    far = [len(p) - 1, len(p) // 2]
+    got = [p.read(i) for i in far]
+    log = s3_server.log()
+    assert [e["range"] is not None for e in log] == [True, True]
+    assert sum(e["bytes"] for e in log) == sum(sizes[i] for i in far)
+    for i, data in zip(far, got):
+        with open(os.path.join(small_tree, p.name(i)), "rb") as f:
+            assert data == f.read()
+
+
+def test_cli_on_s3(s3_pack, small_tree, tmp_path):
+    cli = os.environ.get("UFSPACK_CLI", "ufspack")
+    out = subprocess.run([cli, "info", s3_pack], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "records:       24" in out.stdout
+    out = subprocess.run([cli, "verify", s3_pack], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    name = sorted(os.listdir(os.path.join(small_tree, "class1")))[0]
+    out = subprocess.run([cli, "cat", s3_pack, f"class1/{name}"], capture_output=True)
+    assert out.returncode == 0, out.stderr
+    with open(os.path.join(small_tree, "class1", name), "rb") as f:
+        assert out.stdout == f.read()
+    out = subprocess.run([cli, "extract", s3_pack, str(tmp_path / "x")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    for c in os.listdir(small_tree):
+        for n in os.listdir(os.path.join(small_tree, c)):
+            with open(os.path.join(small_tree, c, n), "rb") as a, open(tmp_path / "x" / c / n, "rb") as b:
+                assert a.read() == b.read()
+    out = subprocess.run(
+        [cli, "warmup", s3_pack, "--cache", str(tmp_path / "cache"), "--json"], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["added"] == 24
+    out = subprocess.run([cli, "ls", s3_pack], capture_output=True, text=True)
+    assert out.returncode == 0 and len(out.stdout.splitlines()) == 24
+    # Nothing secret in any output.
+    secret = os.environ["AWS_SECRET_ACCESS_KEY"]
+    bad = subprocess.run([cli, "info", s3_pack + "-missing"], capture_output=True, text=True)
+    assert bad.returncode != 0
+    assert s3_pack + "-missing/index.ufs" in bad.stderr
+    assert "NoSuchKey" in bad.stderr
+    assert secret not in bad.stdout + bad.stderr
