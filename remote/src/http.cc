@@ -358,10 +358,13 @@ void Classify(Active* a, CURLcode rc) {
   }
 }
 
-void Start(Session* s, Active* a, const RemoteOptions& options) {
+// Starts an attempt of a->t; false when libcurl cannot make a handle (out
+// of memory).
+bool Start(Session* s, Active* a, const RemoteOptions& options) {
   Transfer* t = a->t;
   CURL* e = s->Easy();
   a->easy = e;
+  if (e == nullptr) return false;
   a->too_long = false;
   a->errbuf[0] = '\0';
   t->received = 0;
@@ -424,7 +427,14 @@ void Start(Session* s, Active* a, const RemoteOptions& options) {
   if (t->attempts > 0) g_retries.fetch_add(1, std::memory_order_relaxed);
   ++t->attempts;
   g_requests.fetch_add(1, std::memory_order_relaxed);
-  curl_multi_add_handle(s->multi, e);
+  if (curl_multi_add_handle(s->multi, e) != CURLM_OK) {
+    curl_slist_free_all(a->headers);
+    a->headers = nullptr;
+    s->idle.push_back(e);
+    a->easy = nullptr;
+    return false;
+  }
+  return true;
 }
 
 void Finish(Session* s, Active* a) {
@@ -485,7 +495,15 @@ Status RunTransfers(Transfer* const* transfers, size_t count,
     while (!stop && in_flight < max_in_flight && !pending.empty()) {
       const size_t k = pending.front();
       pending.pop_front();
-      Start(s, &actives[k], options);
+      if (!Start(s, &actives[k], options)) {
+        transfers[k]->status =
+            Status::IOError(Describe(*transfers[k]) +
+                            ": libcurl could not start a transfer "
+                            "(out of memory?)");
+        if (first_error.ok()) first_error = transfers[k]->status;
+        stop = true;
+        break;
+      }
       ++in_flight;
     }
     if (in_flight == 0) {

@@ -79,39 +79,49 @@ class RemoteFile final : public RandomAccessFile {
   }
 
   Status ReadMany(ReadOp* ops, size_t count, size_t* failed) const override {
-    // Clamp to the object, serve what the probe already holds, and order
-    // the rest by offset.
-    std::vector<size_t> order;
-    order.reserve(count);
+    // Clamp to the object and serve what the probe already holds; what is
+    // left of each op is a piece to fetch.
+    struct Piece {
+      uint64_t offset;
+      size_t len;
+      char* dst;
+      size_t op;
+    };
+    std::vector<Piece> pieces;
+    pieces.reserve(count);
     for (size_t k = 0; k < count; ++k) {
       ReadOp& op = ops[k];
       op.got = op.offset >= size_ ? 0
                                   : static_cast<size_t>(std::min<uint64_t>(
                                         op.n, size_ - op.offset));
-      if (op.got == 0) continue;
-      if (op.offset + op.got <= prefix_.size()) {
-        std::memcpy(op.dst, prefix_.data() + op.offset, op.got);
-        continue;
+      size_t held = 0;
+      if (op.offset < prefix_.size()) {
+        held = static_cast<size_t>(
+            std::min<uint64_t>(op.got, prefix_.size() - op.offset));
+        std::memcpy(op.dst, prefix_.data() + op.offset, held);
       }
-      order.push_back(k);
+      if (held < op.got) {
+        pieces.push_back(
+            Piece{op.offset + held, op.got - held, op.dst + held, k});
+      }
     }
-    if (order.empty()) return Status::OK();
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return ops[a].offset < ops[b].offset;
+    if (pieces.empty()) return Status::OK();
+    std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) {
+      return a.offset < b.offset;
     });
-    // Groups of ranges close enough to fetch with one request.
+    // Groups of pieces close enough to fetch with one request.
     struct Group {
       uint64_t begin, end;
-      size_t first, last;  // into order
+      size_t first, last;  // into pieces
       std::string scratch;
     };
     std::vector<Group> groups;
-    for (size_t i = 0; i < order.size(); ++i) {
-      const ReadOp& op = ops[order[i]];
-      const uint64_t end = op.offset + op.got;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      const Piece& pc = pieces[i];
+      const uint64_t end = pc.offset + pc.len;
       if (!groups.empty()) {
         Group& g = groups.back();
-        const bool close = op.offset <= g.end + options_.coalesce_gap;
+        const bool close = pc.offset <= g.end + options_.coalesce_gap;
         const bool fits =
             std::max(end, g.end) - g.begin <= options_.max_request_bytes;
         if (close && fits) {
@@ -120,7 +130,7 @@ class RemoteFile final : public RandomAccessFile {
           continue;
         }
       }
-      groups.push_back(Group{op.offset, end, i, i, std::string()});
+      groups.push_back(Group{pc.offset, end, i, i, std::string()});
     }
     std::vector<Transfer> transfers(groups.size());
     std::vector<Transfer*> ptrs(groups.size());
@@ -134,7 +144,7 @@ class RemoteFile final : public RandomAccessFile {
       t.range_length = gr.end - gr.begin;
       t.expect_etag = etag_;
       if (gr.first == gr.last) {
-        t.dst = ops[order[gr.first]].dst;
+        t.dst = pieces[gr.first].dst;
       } else {
         merged += gr.last - gr.first + 1;
         gr.scratch.resize(static_cast<size_t>(gr.end - gr.begin));
@@ -149,7 +159,7 @@ class RemoteFile final : public RandomAccessFile {
       *failed = count;
       for (size_t g = 0; g < groups.size(); ++g) {
         if (!transfers[g].status.ok() && !transfers[g].status.IsAborted()) {
-          *failed = order[groups[g].first];
+          *failed = pieces[groups[g].first].op;
           break;
         }
       }
@@ -158,7 +168,7 @@ class RemoteFile final : public RandomAccessFile {
     for (size_t g = 0; g < groups.size(); ++g) {
       const Group& gr = groups[g];
       if (transfers[g].received != gr.end - gr.begin) {
-        *failed = order[gr.first];
+        *failed = pieces[gr.first].op;
         return Status::IOError(
             name() + ": short body at offset " + std::to_string(gr.begin) +
             ": expected " + std::to_string(gr.end - gr.begin) +
@@ -166,8 +176,8 @@ class RemoteFile final : public RandomAccessFile {
       }
       if (gr.first == gr.last) continue;
       for (size_t i = gr.first; i <= gr.last; ++i) {
-        ReadOp& op = ops[order[i]];
-        std::memcpy(op.dst, gr.scratch.data() + (op.offset - gr.begin), op.got);
+        const Piece& pc = pieces[i];
+        std::memcpy(pc.dst, gr.scratch.data() + (pc.offset - gr.begin), pc.len);
       }
     }
     return Status::OK();

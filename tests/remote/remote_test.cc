@@ -279,6 +279,29 @@ TEST_F(HttpPackTest, CacheServesEpochTwoWithoutARequestAndWorksOffline) {
   EXPECT_EQ(batch.get(17), items_[17].bytes);
 }
 
+TEST(HttpLargeIndexTest, AnIndexOverOneMiBTakesOneMoreRequestForItsRest) {
+  RegisterRemoteStorage();
+  test::TempDir dir;
+  std::vector<Item> items = MakeItems(30000, 16, 5);
+  WritePack(dir.path() + "/www/big.ufspack", items);
+  ASSERT_GT(test::FileSize(dir.path() + "/www/big.ufspack/index.ufs"),
+            uint64_t{1} << 20);
+  test::StaticServer server(dir.path() + "/www");
+  const RemoteStats before = GetRemoteStats();
+  std::unique_ptr<Reader> r;
+  Status s = Reader::Open(server.url() + "/big.ufspack", {}, &r);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const RemoteStats d = Delta(before, GetRemoteStats());
+  // The index's first MiB, the rest of it, data.ufs's head.
+  EXPECT_EQ(d.requests, 3u);
+  EXPECT_LE(d.bytes,
+            test::FileSize(dir.path() + "/www/big.ufspack/index.ufs") + 4096);
+  EXPECT_TRUE(r->CheckIndex().ok());
+  std::string out;
+  ASSERT_TRUE(r->Read(29999, &out).ok());
+  EXPECT_EQ(out, items[29999].bytes);
+}
+
 TEST(HttpsPackTest, TlsVerifiedByDefaultAndTrustedWithACaBundle) {
   RegisterRemoteStorage();
   test::TempDir dir;
