@@ -10,10 +10,13 @@ cmake --install "$BUILD" --prefix "$TMP/prefix" >/dev/null
 
 # Only the public API is installed: exactly these headers, none of the
 # internal ones (format.h, coding.h, file.h, text.h, parallel.h).
-expected="builder.h cache.h decode.h export.h reader.h record_cache.h scan.h status.h transform.h types.h version.h"
+expected="builder.h cache.h decode.h export.h reader.h record_cache.h remote.h scan.h status.h transform.h types.h version.h"
 if ! grep -q "UFSPACK_BUILD_DECODE:BOOL=ON" "$BUILD/CMakeCache.txt"; then
   expected=${expected/decode.h /}
   expected=${expected/transform.h /}
+fi
+if ! grep -q "UFSPACK_BUILD_REMOTE:BOOL=ON" "$BUILD/CMakeCache.txt"; then
+  expected=${expected/remote.h /}
 fi
 installed=$(cd "$TMP/prefix/include/ufspack" && ls | sort | tr '\n' ' ' | sed 's/ $//')
 if [ "$installed" != "$expected" ]; then
@@ -34,6 +37,9 @@ cmake -S "$SRC/tests/install_consumer" -B "$TMP/build" -G Ninja \
 cmake --build "$TMP/build" >/dev/null
 out=$("$TMP/build/consumer" "$TMP/pack")
 test "$out" = "hello from an installed ufspack"
+if [ -x "$TMP/build/remote_consumer" ]; then
+  test "$("$TMP/build/remote_consumer")" = "remote from an installed ufspack"
+fi
 # The README's C++ example, built against the installed tree only.
 "$TMP/build/read_pack" "$TMP/pack" | grep -q "1 records"
 if [ -x "$TMP/build/decode_consumer" ]; then

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A reader-only consumer must not need the image-decoding dependencies:
 #  1. a project that add_subdirectory()s ufspack and links ufspack::reader,
+#     (nor libcurl and OpenSSL: remote is off in a subproject),
 #  2. a top-level build with -DUFSPACK_BUILD_DECODE=OFF,
 # each configured with OpenCV, TurboJPEG and libjpeg-turbo made unfindable
 # (CMAKE_DISABLE_FIND_PACKAGE_*: a find_package of them fails the
@@ -18,8 +19,10 @@ mkdir -p "$TMP/tree/a"
 printf 'record bytes' > "$TMP/tree/a/x.jpg"
 "$CLI" build "$TMP/tree" -o "$TMP/pack" -q
 
+# ... nor libcurl and OpenSSL (ufspack::remote is off in a subproject).
 cmake -S "$SRC/tests/subdir_consumer" -B "$TMP/sub" -G Ninja \
-  -DUFSPACK_SOURCE_DIR="$SRC" --no-warn-unused-cli "${NO_DECODE_DEPS[@]}" >/dev/null
+  -DUFSPACK_SOURCE_DIR="$SRC" --no-warn-unused-cli "${NO_DECODE_DEPS[@]}" \
+  -DCMAKE_DISABLE_FIND_PACKAGE_CURL=ON -DCMAKE_DISABLE_FIND_PACKAGE_OpenSSL=ON >/dev/null
 cmake --build "$TMP/sub" --target read_pack >/dev/null
 "$TMP/sub/read_pack" "$TMP/pack" | grep -q "1 records" || {
   echo "subdir consumer: unexpected output:"; "$TMP/sub/read_pack" "$TMP/pack"; exit 1; }

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "commands.h"
+#ifdef UFSPACK_HAVE_REMOTE
 #include "ufspack/remote.h"  // registers s3://, http://, https://
+#endif
 #include "ufspack/types.h"
 #include "ufspack/version.h"  // generated from CMake's project(), its one source
 #include "util.h"
