@@ -44,17 +44,25 @@ struct SigningRequest {
   // Headers to sign, names in any case; "host" must be among them.
   // Values are trimmed and inner runs of spaces folded when signing.
   std::vector<Header> headers;
-  // Hex SHA-256 of the body, or "UNSIGNED-PAYLOAD".
+  // Hex SHA-256 of the body, or "UNSIGNED-PAYLOAD".  Empty means the hash
+  // of an empty body.
   std::string payload_hash;
 };
 
 struct SigningScope {
-  std::string region;   // "us-east-1"
-  std::string service;  // "s3"
+  std::string region;    // "us-east-1"
+  std::string service;   // "s3"
   std::string amz_date;  // "20150830T123600Z" (UTC, ISO 8601 basic)
   // S3 does not normalise paths (no removal of "." / ".." / "//") and
   // encodes each path segment once; the generic AWS rule (used by the
   // published test suite) normalises and encodes twice.
+  //   s3:      the wire path in SigV4's encoding: a correctly encoded path
+  //            is signed as it is ("/a%20b" -> "/a%20b"); escapes of
+  //            unreserved bytes are decoded and bytes left unescaped are
+  //            escaped ("/test$file.text" -> "/test%24file.text").
+  //   generic: "." and ".." segments and empty segments removed (a
+  //            trailing '/' kept), then UriEncode(path, keep_slash), which
+  //            escapes the '%' of the wire encoding ("/a%20b" -> "/a%2520b").
   bool s3 = true;
 };
 
@@ -74,7 +82,10 @@ std::string Signature(const std::string& secret,
 // Signs `request` and returns the headers to add to it, in this order:
 // "x-amz-date", "x-amz-content-sha256" (only when scope.s3),
 // "x-amz-security-token" (only with a session token) and "Authorization".
-// The headers added are themselves signed (besides request.headers).
+// The headers added are themselves signed (besides request.headers); a
+// header of the same name in request.headers (any case) is left out in
+// favour of the added one, and an "Authorization" there is never signed.
+// Empty credentials (anonymous requests): returns no headers.
 std::vector<Header> Sign(const SigningRequest& request,
                          const Credentials& credentials,
                          const SigningScope& scope);
