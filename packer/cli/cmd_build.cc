@@ -1,6 +1,14 @@
 // Copyright 2026 The ufspack Authors.
 //
-// `ufspack build`: packs a directory tree (ImageFolder layout by default).
+// `ufspack build`: packs a directory tree (ImageFolder layout by default),
+// into a local directory or, through a staging directory, to S3.
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -9,6 +17,7 @@
 #include "commands.h"
 #include "ufspack/builder.h"
 #include "ufspack/reader.h"
+#include "ufspack/remote.h"
 #include "util.h"
 
 namespace ufspack {
@@ -17,6 +26,10 @@ namespace cli {
 const char kBuildHelp[] = R"(Usage: ufspack build <dir> [-o <out>] [options]
 
 Packs the files under <dir> into <out>/data.ufs and <out>/index.ufs.
+<out> may be s3://bucket/prefix/name.ufspack: the pack is built in a
+staging directory, then uploaded (data.ufs first, index.ufs last; large
+files as S3 multipart uploads) and the staging directory removed.
+https:// and http:// packs are read-only: they can be read, not written.
 
 By default <dir> is read as torchvision's ImageFolder reads it: every
 directory directly under <dir> is a class (sorted by name, hidden ones
@@ -28,7 +41,16 @@ lower-cased name ends with .jpg .jpeg .png .ppm .bmp .pgm .tif .tiff
 Options:
   -o, --output <out>        output directory (default: ./<name of dir>.ufspack)
                             created if missing; an existing pack there is
-                            replaced only when the new one is complete
+                            replaced only when the new one is complete;
+                            or an s3:// URL (credentials, region, endpoint
+                            from the AWS environment; see docs/remote.md)
+      --staging <dir>       s3:// output: where the pack is built before the
+                            upload (needs room for it; default $TMPDIR or
+                            /tmp); a fresh directory made there is removed
+                            afterwards, whether the upload succeeds or not
+      --part-size <size>    s3:// output: files larger than this go up as
+                            multipart uploads in parts of this size (default
+                            16M; 5M to 5G)
   -j, --threads <n>         files read concurrently (default 32: on network
                             storage every open and read is a round trip)
       --compress <codec>    none (default) or zstd[:level] (level 1-19, default
@@ -53,7 +75,12 @@ Options:
 
 The same tree given by the same <dir> path always gives a byte-identical
 pack.  Interrupting (Ctrl-C) or any error removes the temporary files and
-leaves <out> as it was.
+leaves <out> as it was.  For s3:// output, Ctrl-C during the build or the
+upload of data.ufs aborts the upload (no part stays stored) and leaves
+<out> as it was; once data.ufs is replaced, index.ufs is uploaded too (a
+new data.ufs beside the old index.ufs would be a pack nobody can open).
+While a pack is replaced in place, a reader opening it between the two
+uploads gets an error "not one pack", never a mix of the two packs.
 
 Exit status: 0 packed, 1 failed (nothing written), 2 usage error,
 130 interrupted.
@@ -62,6 +89,7 @@ Examples:
   ufspack build /nas/imagenet/train -o /nas/imagenet/train.ufspack
   ufspack build logs/ --flat --all-files --compress zstd:9 -o logs.pack
   ufspack build train/ -j64 --skip-unreadable --json > build.json
+  ufspack build /data/train -o s3://my-bucket/datasets/train.ufspack
 )";
 
 namespace {
@@ -144,12 +172,86 @@ void PrintPackedRecords(const std::string& out) {
   (void)WriteFd(2, lines);
 }
 
+bool IsS3(const std::string& out) { return out.rfind("s3://", 0) == 0; }
+
+bool IsHttp(const std::string& out) {
+  return out.rfind("http://", 0) == 0 || out.rfind("https://", 0) == 0;
+}
+
+int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) {
+  (void)::remove(path);
+  return 0;  // go on: remove what can be removed
+}
+
+// A fresh directory made with mkdtemp under a parent directory, removed
+// with everything in it on destruction.
+class StagingDir {
+ public:
+  StagingDir() = default;
+  ~StagingDir() {
+    if (!path_.empty()) {
+      ::nftw(path_.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
+    }
+  }
+  StagingDir(const StagingDir&) = delete;
+  StagingDir& operator=(const StagingDir&) = delete;
+
+  // `parent` empty: $TMPDIR, else /tmp.
+  Status Create(std::string parent) {
+    if (parent.empty()) {
+      const char* tmp = ::getenv("TMPDIR");
+      parent = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+    }
+    while (parent.size() > 1 && parent.back() == '/') parent.pop_back();
+    std::string templ = parent + "/ufspack-build-XXXXXX";
+    if (::mkdtemp(templ.data()) == nullptr) {
+      return Status::FromErrno(
+          "staging directory: cannot create " + templ + " (--staging)", errno);
+    }
+    path_ = templ;
+    return Status::OK();
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Uploads the pack built in `staging` to `url`, showing progress.  Sets
+// *bytes (both files) and *seconds.
+Status Upload(const std::string& staging, const std::string& url,
+              uint64_t part_bytes, Progress* progress, uint64_t* bytes,
+              double* seconds) {
+  UploadOptions uo;
+  uo.part_bytes = part_bytes;
+  uo.cancel = InterruptFlag();
+  uo.remote = RemoteOptions::FromEnvironment();
+  const auto started = std::chrono::steady_clock::now();
+  uo.progress = [&](uint64_t done, uint64_t total) {
+    *bytes = total;
+    if (!progress->enabled()) return;
+    const double secs = Since(started);
+    const double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
+    const double eta = rate > 0 ? static_cast<double>(total - done) / rate : -1;
+    const int pct = total > 0 ? static_cast<int>(100 * done / total) : 100;
+    progress->Update("uploading " + FormatBytes(done) + " / " +
+                     FormatBytes(total) + " (" + std::to_string(pct) + "%)  " +
+                     Fixed(rate / 1e6, 1) + " MB/s  ETA " +
+                     FormatDuration(eta));
+  };
+  progress->Update("uploading to " + Printable(url) + " ...", true);
+  Status s = UploadPack(staging, url, uo);
+  *seconds = Since(started);
+  return s;
+}
+
 }  // namespace
 
 int CmdBuild(const Argv& argv) {
   CommandLine cl("build");
   CLI::App& app = cl.app();
-  std::string src, out, threads_text, compress = "none";
+  std::string src, out, threads_text, compress = "none", staging_parent,
+                                      part_size_text;
   std::vector<std::string> extension_lists;
   bool all_files = false, flat = false, allow_empty = false,
        skip_unreadable = false, quiet = false, no_progress = false,
@@ -157,6 +259,8 @@ int CmdBuild(const Argv& argv) {
   app.add_option("dir", src)->required();
   CLI::Option* output_opt = app.add_option("-o,--output", out);
   CLI::Option* threads_opt = app.add_option("-j,--threads", threads_text);
+  CLI::Option* staging_opt = app.add_option("--staging", staging_parent);
+  CLI::Option* part_size_opt = app.add_option("--part-size", part_size_text);
   app.add_option("--compress", compress);
   CLI::Option* extensions_opt =
       app.add_option("--extensions", extension_lists)
@@ -171,6 +275,22 @@ int CmdBuild(const Argv& argv) {
   app.add_flag("-v,--verbose", verbose);
   if (int rc = cl.Parse(argv); rc >= 0) return rc;
   if (output_opt->count() == 0) out = DefaultOutput(src);
+  const bool to_s3 = IsS3(out);
+  if (IsHttp(out)) {
+    return Usage("build", out.substr(0, out.find('?')) +
+                              ": read-only: upload to s3:// only (https:// "
+                              "and http:// packs can be read, not written)");
+  }
+  if (!to_s3 && (staging_opt->count() > 0 || part_size_opt->count() > 0)) {
+    return Usage("build", "--staging and --part-size are for s3:// output");
+  }
+  uint64_t part_bytes = UploadOptions().part_bytes;
+  if (part_size_opt->count() > 0 &&
+      (!ParseSize(part_size_text, &part_bytes) || part_bytes < (5 << 20) ||
+       part_bytes > (uint64_t{5} << 30))) {
+    return Usage("build", "--part-size takes a size from 5M to 5G, not '" +
+                              part_size_text + "'");
+  }
   BuildOptions options;
   int threads = 0;
   if (int rc =
@@ -215,6 +335,24 @@ int CmdBuild(const Argv& argv) {
   options.skip_unreadable = skip_unreadable;
 
   InstallSignalHandlers();
+  // s3:// output: built here first, removed (with the pack) on return.
+  StagingDir staging;
+  std::string build_dir = out;
+  if (to_s3) {
+    Status st = staging.Create(staging_parent);
+    if (!st.ok()) {
+      PrintError(st);
+      if (json) {
+        std::fputs(("{\"ok\":false,\"error\":" + JsonString(st.message()) +
+                    ",\"interrupted\":false,\"exit_code\":1,\"output\":" +
+                    JsonString(out) + "}\n")
+                       .c_str(),
+                   stdout);
+      }
+      return kExitFailure;
+    }
+    build_dir = staging.path();
+  }
   options.cancel = InterruptFlag();
   Progress progress(!quiet && !no_progress);
   progress.Update("scanning " + Printable(src) + " ...", true);
@@ -233,7 +371,19 @@ int CmdBuild(const Argv& argv) {
   };
 
   BuildSummary summary;
-  Status s = BuildPack(src, out, options, &summary);
+  Status s = BuildPack(src, build_dir, options, &summary);
+  uint64_t uploaded = 0;
+  double upload_seconds = 0;
+  bool upload_started = false;
+  if (s.ok() && to_s3) {
+    upload_started = true;
+    if (verbose) {
+      progress.Clear();
+      PrintPackedRecords(build_dir);
+    }
+    s = Upload(build_dir, out, part_bytes, &progress, &uploaded,
+               &upload_seconds);
+  }
   progress.Clear();
   for (const std::string& w : summary.warnings) {
     std::fprintf(stderr, "ufspack: warning: %s\n", Printable(w).c_str());
@@ -245,8 +395,11 @@ int CmdBuild(const Argv& argv) {
                    Printable(out).c_str());
     } else {
       PrintError(s);
-      std::fprintf(stderr, "ufspack: nothing written; %s left as it was\n",
-                   Printable(out).c_str());
+      // An upload error says itself what it left at the destination.
+      if (!upload_started) {
+        std::fprintf(stderr, "ufspack: nothing written; %s left as it was\n",
+                     Printable(out).c_str());
+      }
     }
     if (json) {
       std::string j = "{\"ok\":false,\"error\":" + JsonString(s.message());
@@ -259,7 +412,11 @@ int CmdBuild(const Argv& argv) {
     }
     return code;
   }
-  if (verbose) PrintPackedRecords(out);
+  if (verbose && !to_s3) PrintPackedRecords(out);
+  std::string index_name = summary.index_path, data_name = summary.data_path;
+  if (to_s3 && !ResolvePackPath(out, &index_name, &data_name).ok()) {
+    index_name = data_name = out;  // not reached: the upload resolved it
+  }
   const double ratio = summary.bytes_out > 0
                            ? static_cast<double>(summary.bytes_in) /
                                  static_cast<double>(summary.bytes_out)
@@ -267,8 +424,13 @@ int CmdBuild(const Argv& argv) {
   if (json) {
     std::string j = "{\"ok\":true";
     j += ",\"output\":" + JsonString(out);
-    j += ",\"index\":" + JsonString(summary.index_path);
-    j += ",\"data\":" + JsonString(summary.data_path);
+    j += ",\"index\":" + JsonString(index_name);
+    j += ",\"data\":" + JsonString(data_name);
+    if (to_s3) {
+      j += ",\"url\":" + JsonString(out);
+      j += ",\"uploaded_bytes\":" + std::to_string(uploaded);
+      j += ",\"upload_seconds\":" + Fixed(upload_seconds, 3);
+    }
     j += ",\"pack_id\":\"" + summary.pack_id.ToHex() + "\"";
     j += ",\"files\":" + std::to_string(summary.files);
     j += ",\"classes\":" + std::to_string(summary.classes);
@@ -296,6 +458,16 @@ int CmdBuild(const Argv& argv) {
                         : summary.files)
             .c_str(),
         Printable(out).c_str());
+    if (to_s3) {
+      std::printf("uploaded %s to %s in %s s (%s MB/s)\n",
+                  FormatBytes(uploaded).c_str(), Printable(out).c_str(),
+                  Fixed(upload_seconds, 2).c_str(),
+                  Fixed(upload_seconds > 0 ? static_cast<double>(uploaded) /
+                                                 upload_seconds / 1e6
+                                           : 0,
+                        1)
+                      .c_str());
+    }
   }
   return kExitOk;
 }

@@ -133,6 +133,10 @@ std::string XmlField(const std::string& body, const std::string& tag) {
   return v;
 }
 
+bool Cancelled(const Transfer& t) {
+  return t.cancel != nullptr && t.cancel->load(std::memory_order_relaxed);
+}
+
 struct Active {
   Transfer* t = nullptr;
   CURL* easy = nullptr;
@@ -182,6 +186,17 @@ size_t OnHeader(char* line, size_t size, size_t n, void* user) {
     t->content_range = HeaderValue(line, len, 14);
   }
   return len;
+}
+
+// libcurl's progress callback: stops a cancelled transfer, counts the
+// body bytes sent.
+int OnProgress(void* user, curl_off_t /*dltotal*/, curl_off_t /*dlnow*/,
+               curl_off_t /*ultotal*/, curl_off_t ulnow) {
+  Transfer* t = static_cast<Active*>(user)->t;
+  if (t->sent != nullptr) {
+    t->sent->store(static_cast<uint64_t>(ulnow), std::memory_order_relaxed);
+  }
+  return Cancelled(*t) ? 1 : 0;
 }
 
 // "bytes a-b/total" or "bytes */total": sets *first and *total (total
@@ -249,6 +264,10 @@ void Classify(Active* a, CURLcode rc) {
   t->retryable = false;
   curl_easy_getinfo(a->easy, CURLINFO_RESPONSE_CODE, &t->http_code);
   if (rc != CURLE_OK) {
+    if (rc == CURLE_ABORTED_BY_CALLBACK && Cancelled(*t)) {
+      t->status = Status::Aborted(Describe(*t) + ": cancelled");
+      return;
+    }
     if (a->too_long && t->has_range && t->http_code == 200) {
       t->status = Status::NotSupported(
           Describe(*t) +
@@ -385,6 +404,12 @@ bool Start(Session* s, Active* a, const RemoteOptions& options) {
   curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, OnHeader);
   curl_easy_setopt(e, CURLOPT_HEADERDATA, a);
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, a->errbuf);
+  if (t->cancel != nullptr || t->sent != nullptr) {
+    if (t->sent != nullptr) t->sent->store(0, std::memory_order_relaxed);
+    curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, OnProgress);
+    curl_easy_setopt(e, CURLOPT_XFERINFODATA, a);
+    curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+  }
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(options.connect_timeout_ms));
   curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1024L);
@@ -484,7 +509,7 @@ Status RunTransfers(Transfer* const* transfers, size_t count,
   for (;;) {
     const Clock::time_point now = Clock::now();
     for (size_t i = 0; i < delayed.size();) {
-      if (delayed[i].first <= now) {
+      if (delayed[i].first <= now || Cancelled(*transfers[delayed[i].second])) {
         pending.push_front(delayed[i].second);
         delayed[i] = delayed.back();
         delayed.pop_back();
@@ -495,6 +520,13 @@ Status RunTransfers(Transfer* const* transfers, size_t count,
     while (!stop && in_flight < max_in_flight && !pending.empty()) {
       const size_t k = pending.front();
       pending.pop_front();
+      if (Cancelled(*transfers[k])) {
+        Transfer* t = transfers[k];
+        t->status = Status::Aborted(Describe(*t) + ": cancelled");
+        if (first_error.ok()) first_error = t->status;
+        stop = true;
+        break;
+      }
       if (!Start(s, &actives[k], options)) {
         transfers[k]->status =
             Status::IOError(Describe(*transfers[k]) +
@@ -510,7 +542,9 @@ Status RunTransfers(Transfer* const* transfers, size_t count,
       if (stop || delayed.empty()) break;
       Clock::time_point due = delayed[0].first;
       for (const auto& d : delayed) due = std::min(due, d.first);
-      std::this_thread::sleep_until(due);
+      // In slices, so that a cancelled transfer stops waiting.
+      std::this_thread::sleep_until(
+          std::min(due, Clock::now() + std::chrono::milliseconds(100)));
       continue;
     }
     int running = 0;

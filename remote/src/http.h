@@ -20,6 +20,7 @@
 #ifndef UFSPACK_REMOTE_HTTP_H_
 #define UFSPACK_REMOTE_HTTP_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -48,6 +49,9 @@ struct Transfer {
   // Request body (PUT, POST).
   const char* upload = nullptr;
   size_t upload_size = 0;
+  // Hex SHA-256 of the body when the caller already has it (an upload
+  // part hashed once for all its attempts); empty: the signer hashes it.
+  std::string payload_sha256;
   std::vector<Header> headers;  // sent on every attempt
   // Called before every attempt to add per-attempt headers (a SigV4
   // signature with the attempt's date).
@@ -57,6 +61,12 @@ struct Transfer {
   std::string expect_etag;
   bool follow_redirects = false;
   std::string ca_bundle;  // CA file for TLS; empty: the system's store
+  // Set (by another thread): the transfer stops within about a second, in
+  // flight or waiting to be retried, and fails with Aborted.
+  const std::atomic<bool>* cancel = nullptr;
+  // Non-null: request body bytes sent by the current attempt, updated as
+  // they go (0 again at each retry).
+  std::atomic<uint64_t>* sent = nullptr;
 
   // --- response
   Status status;

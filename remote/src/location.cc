@@ -179,9 +179,13 @@ void Prepare(const std::shared_ptr<const ObjectLocation>& loc,
         req.headers.push_back(h);
       }
     }
-    req.payload_hash = tr.upload_size > 0
-                           ? Sha256Hex(std::string(tr.upload, tr.upload_size))
-                           : kEmptyHash;
+    if (!tr.payload_sha256.empty()) {
+      req.payload_hash = tr.payload_sha256;
+    } else {
+      req.payload_hash = tr.upload_size > 0
+                             ? Sha256Hex(std::string(tr.upload, tr.upload_size))
+                             : kEmptyHash;
+    }
     SigningScope scope;
     scope.region = loc->settings->region;
     scope.service = "s3";

@@ -27,6 +27,9 @@
 // No credential ever appears in a message: URLs are shown without their
 // query string, and request headers are never shown.
 //
+// Packs are written to S3 with UploadPack() (`ufspack build DIR -o s3://...`
+// builds locally, then uploads); http(s):// URLs are read-only.
+//
 // Thread safety: all functions are thread-safe.  Files opened through the
 // registered storage may be read from any number of threads at once.
 // Fork safety: a child process never uses its parent's connections (they
@@ -34,9 +37,13 @@
 #ifndef UFSPACK_REMOTE_H_
 #define UFSPACK_REMOTE_H_
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include "ufspack/export.h"
+#include "ufspack/status.h"
 
 namespace ufspack {
 
@@ -83,6 +90,78 @@ struct RemoteStats {
   uint64_t coalesced = 0;  // ranges served by a request merged with others
 };
 UFSPACK_EXPORT RemoteStats GetRemoteStats();
+
+// --- Uploading to S3 ------------------------------------------------------
+
+struct UploadOptions {
+  // A file of at most part_bytes goes up in one PUT; a larger one as an S3
+  // multipart upload in parts of part_bytes, grown (to a multiple of 1 MiB)
+  // when the file would otherwise need more than S3's 10,000 parts.  S3
+  // takes parts of 5 MiB to 5 GiB (the last may be smaller): part_bytes
+  // outside that range is InvalidArgument.
+  uint64_t part_bytes = 16 << 20;
+  // Parts read and sent at once.  Memory: parts_in_flight x part size.
+  int parts_in_flight = 4;
+  // Called on the calling thread, about 10 times a second and once at the
+  // end, with the bytes sent (parts in flight counted as far as they have
+  // gone; a retried part goes back) and the total: for UploadPack() the two
+  // files together.
+  std::function<void(uint64_t done, uint64_t total)> progress;
+  // Set from another thread (a signal handler's flag): the upload stops
+  // within about a second, aborts its multipart upload and returns Aborted.
+  const std::atomic<bool>* cancel = nullptr;
+  // Retries, timeouts and TLS of each request (see RemoteOptions).
+  RemoteOptions remote;
+};
+
+// Uploads the local file `local_path` to the object `s3_url`
+// ("s3://bucket/key"), replacing what is there.  Credentials, region and
+// endpoint as for reading (docs/remote.md).  Each request is signed with
+// its body's SHA-256 and retried as options.remote says.
+//
+// All or nothing: a multipart upload that fails, is cancelled or has its
+// CompleteMultipartUpload refused (an HTTP error, or HTTP 200 with an
+// <Error> body, which S3 may send once the request has started) is aborted
+// with AbortMultipartUpload, so no part stays stored (and billed) and the
+// object keeps its previous contents.  A single PUT replaces the object
+// only when the whole body arrived.  The exception is a request whose
+// answer was lost in a way that a retry cannot repair (a CreateMultipartUpload
+// that succeeded, then timed out, leaves one upload behind); a bucket
+// lifecycle rule "AbortIncompleteMultipartUpload" removes such leftovers.
+//
+// Errors: InvalidArgument for an http(s):// URL ("read-only: upload to
+// s3:// only"), a malformed URL or bad options; NotFound/IOError for the
+// local file; IOError naming the request ("PUT s3://b/k (UploadPart 3 of
+// 12)"), the HTTP status, S3's error code and the attempts for a failed
+// one; Aborted when cancelled.
+UFSPACK_EXPORT Status UploadFile(const std::string& local_path,
+                                 const std::string& s3_url,
+                                 const UploadOptions& options);
+
+// Uploads the local pack `local_pack_dir` (a directory with index.ufs and
+// data.ufs, which must open with Reader::Open) to the pack URL `s3_url`
+// ("s3://bucket/prefix/train.ufspack": the objects .../data.ufs and
+// .../index.ufs).  data.ufs goes first and index.ufs last, so that a reader
+// never finds the new index without its data.
+//
+// Replacing a pack in place (S3 has no rename of two objects at once):
+//   - a reader that opens before data.ufs is replaced opens the old pack;
+//     its later reads of data.ufs fail, once it is replaced, with
+//     Corruption "the object changed since it was opened" (every read is
+//     pinned to the ETag seen at open), never bytes of the new pack;
+//   - a reader that opens between the two uploads finds the new data.ufs
+//     with the old index.ufs and gets Corruption "... are not one pack"
+//     (the pack-id check), never a mix of the two;
+//   - a reader that opens after index.ufs is replaced opens the new pack.
+// Cancelling: honoured until data.ufs is in place (then nothing changed at
+// the destination).  Once data.ufs is replaced the index follows whatever
+// `cancel` says, because stopping there would leave a pair that no reader
+// can open; the call then returns OK.  An error uploading index.ufs says
+// that the destination holds the new data with the old index until the
+// upload is repeated.
+UFSPACK_EXPORT Status UploadPack(const std::string& local_pack_dir,
+                                 const std::string& s3_url,
+                                 const UploadOptions& options);
 
 namespace remote_internal {
 // Registration by inclusion: every program that includes this header gets
