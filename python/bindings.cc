@@ -832,6 +832,39 @@ py::dict Build(const py::bytes& src, const py::bytes& dst, int threads,
   return d;
 }
 
+// UploadPack with Ctrl-C (or an error from `progress`) cancelling it,
+// re-raised afterwards.
+void UploadPackPy(const py::bytes& local, const std::string& url,
+                  const std::function<void(uint64_t, uint64_t)>& progress) {
+  UploadOptions o;
+  std::atomic<bool> cancel{false};
+  o.cancel = &cancel;
+  std::shared_ptr<py::error_already_set> saved_error;
+  o.progress = [&](uint64_t done, uint64_t total) {
+    py::gil_scoped_acquire gil;
+    try {
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      if (progress) progress(done, total);
+    } catch (py::error_already_set& e) {
+      if (!saved_error) {
+        saved_error = std::make_shared<py::error_already_set>(std::move(e));
+      }
+      cancel = true;
+    }
+  };
+  Status s;
+  const std::string local_s = local;
+  {
+    py::gil_scoped_release nogil;
+    s = UploadPack(local_s, url, o);
+  }
+  if (saved_error && !s.ok()) {
+    saved_error->restore();
+    throw py::error_already_set();
+  }
+  Check(s);
+}
+
 }  // namespace
 }  // namespace ufspack
 
@@ -1088,6 +1121,10 @@ PYBIND11_MODULE(_core, m) {
             ImageFormatName(SniffImageFormat(bytes.data(), bytes.size())));
       },
       py::arg("data"));
+  m.def("upload_pack", &UploadPackPy, py::arg("local"), py::arg("url"),
+        py::arg("progress") = nullptr,
+        "Uploads the local pack directory `local` to the s3:// pack URL "
+        "`url`: data.ufs first, index.ufs last (see docs/remote.md).");
   m.def(
       "remote_stats",
       [] {

@@ -42,7 +42,8 @@ Example:
 Options:
   -f, --force         replace existing files (a symlink in the way is
                       replaced, never followed)
-  -j, --threads <n>   records read concurrently (default 8; 1-256)
+  -j, --threads <n>   records read concurrently (default 8, 32 for an
+                      s3:// or https:// pack; 1-256)
       --cache <dir>   read through the node-local cache <dir> (see
                       'ufspack warmup'); cached records come from it
   -q, --quiet         no progress and no summary
@@ -158,6 +159,9 @@ int CmdExtract(const Argv& argv) {
   }
   std::unique_ptr<Reader> reader;
   if (int rc = OpenPack(pack, options, &reader); rc != kExitOk) return rc;
+  if (threads_opt->count() == 0 && reader->prefers_batches()) {
+    threads = kDefaultRemoteReadThreads;
+  }
   const uint64_t n = reader->size();
 
   // Check every name before writing anything.  A repeated name or a lookup

@@ -33,7 +33,8 @@ Example:
 Options:
       --json          one JSON object: ok, records, bytes, problems
   -q, --quiet         print nothing; the exit status tells
-  -j, --threads <n>   records read concurrently (default 8; 1-256); the
+  -j, --threads <n>   records read concurrently (default 8, 32 for an
+                      s3:// or https:// pack; 1-256); the
                       report is the same, in record order, whatever <n> is
       --no-progress   no progress display
       --cache <dir>   read through the node-local cache <dir>: cached
@@ -115,6 +116,9 @@ int CmdVerify(const Argv& argv) {
     problem(s);
     return report(false, 0, 0,
                   ExitCodeFor(s) == kExitOk ? kExitFailure : ExitCodeFor(s));
+  }
+  if (threads_opt->count() == 0 && reader->prefers_batches()) {
+    threads = kDefaultRemoteReadThreads;
   }
   s = reader->CheckIndex();
   if (!s.ok()) problem(s);

@@ -24,6 +24,8 @@ namespace cli {
 // `-j` of verify and extract: their work is I/O-bound on network storage,
 // where each read is a round trip, so several are kept in flight by default.
 inline constexpr int kDefaultReadThreads = 8;
+// For a remote pack (s3://, https://), where each read is a round trip.
+inline constexpr int kDefaultRemoteReadThreads = 32;
 inline constexpr int kMaxReadThreads = 256;
 // Records fetched ahead of the consumer: enough to keep every thread busy.
 inline size_t PrefetchWindow(int threads) {

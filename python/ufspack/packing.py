@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from typing import Any, Callable, Iterable, List, Optional, TypedDict, Union
 
 from ufspack import _core
@@ -46,8 +48,15 @@ def build(
     allow_empty: bool = False,
     skip_unreadable: bool = False,
     progress: Union[bool, ProgressFn] = True,
+    staging: Optional[PathLike] = None,
 ) -> BuildSummary:
     """Packs the tree at ``src`` into ``dst`` (``data.ufs`` + ``index.ufs``).
+
+    ``dst`` may be an ``s3://bucket/prefix`` URL: the pack is built in a
+    fresh directory under ``staging`` (default: the system's temporary
+    directory; it needs room for the whole pack), uploaded (data.ufs first,
+    index.ufs last; docs/remote.md) and the local copy removed, whatever
+    happens.  The summary then also has ``url``.
 
     The same as ``ufspack build src -o dst``: ImageFolder classes, order and
     labels; ``threads`` files read concurrently; ``compress="zstd"`` or
@@ -91,6 +100,11 @@ def build(
                 bar.update(done - state["done"])
                 state["done"] = done
 
+    dst_text = os.fsdecode(os.fspath(dst))
+    if "://" in dst_text:
+        return _build_remote(src, dst_text, threads=threads, compress=compress, extensions=extensions,
+                             all_files=all_files, flat=flat, allow_empty=allow_empty,
+                             skip_unreadable=skip_unreadable, progress=progress, staging=staging)
     try:
         summary = _core.build(
             os.fsencode(os.fspath(src)),
@@ -110,3 +124,17 @@ def build(
             bar.close()
     summary["warnings"] = [os.fsdecode(w) for w in summary["warnings"]]
     return summary  # type: ignore[return-value]
+
+
+def _build_remote(src: PathLike, url: str, *, staging: Optional[PathLike], **kw: Any) -> BuildSummary:
+    if not url.startswith("s3://"):
+        raise ValueError(f"{url.split('?')[0]}: read-only: upload to s3:// only")
+    tmp = tempfile.mkdtemp(prefix="ufspack-build-", dir=os.fspath(staging) if staging is not None else None)
+    try:
+        local = os.path.join(tmp, "pack")
+        summary = build(src, local, **kw)
+        _core.upload_pack(os.fsencode(local), url)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    summary["url"] = url  # type: ignore[typeddict-unknown-key]
+    return summary

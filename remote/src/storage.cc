@@ -100,9 +100,13 @@ class RemoteFile final : public RandomAccessFile {
             std::min<uint64_t>(op.got, prefix_.size() - op.offset));
         std::memcpy(op.dst, prefix_.data() + op.offset, held);
       }
-      if (held < op.got) {
-        pieces.push_back(
-            Piece{op.offset + held, op.got - held, op.dst + held, k});
+      // What is left, in pieces of at most max_request_bytes: a large read
+      // (an index, a warm-up run) goes as concurrent requests.
+      const size_t chunk = static_cast<size_t>(
+          std::max<uint64_t>(options_.max_request_bytes, 1));
+      for (size_t at = held; at < op.got; at += chunk) {
+        const size_t len = std::min(chunk, op.got - at);
+        pieces.push_back(Piece{op.offset + at, len, op.dst + at, k});
       }
     }
     if (pieces.empty()) return Status::OK();

@@ -212,3 +212,18 @@ def test_cli_on_s3(s3_pack, small_tree, tmp_path):
     assert s3_pack + "-missing/index.ufs" in bad.stderr
     assert "NoSuchKey" in bad.stderr
     assert secret not in bad.stdout + bad.stderr
+
+
+def test_build_to_s3_then_read_back(s3_pack, s3_server, small_tree, tmp_path):
+    url = f"s3://{s3_server.bucket}/py/built.ufspack"
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    summary = ufspack.build(small_tree, url, progress=False, staging=staging)
+    assert summary["files"] == 24 and summary["url"] == url
+    assert os.listdir(staging) == []  # the local copy is gone
+    p = ufspack.Pack(url)
+    for i in range(len(p)):
+        with open(os.path.join(small_tree, p.name(i)), "rb") as f:
+            assert p.read(i) == f.read()
+    with pytest.raises(ValueError, match="read-only"):
+        ufspack.build(small_tree, "https://example.invalid/x.ufspack", progress=False)

@@ -300,6 +300,23 @@ TEST(HttpLargeIndexTest, AnIndexOverOneMiBTakesOneMoreRequestForItsRest) {
   std::string out;
   ASSERT_TRUE(r->Read(29999, &out).ok());
   EXPECT_EQ(out, items[29999].bytes);
+  // A read larger than max_request_bytes goes as concurrent requests of at
+  // most that size.
+  RemoteOptions o;
+  o.max_request_bytes = 256 << 10;
+  RegisterRemoteStorage(o);
+  const uint64_t index_size =
+      test::FileSize(dir.path() + "/www/big.ufspack/index.ufs");
+  const uint64_t rest = index_size - (uint64_t{1} << 20);
+  const RemoteStats before_split = GetRemoteStats();
+  std::unique_ptr<Reader> split;
+  s = Reader::Open(server.url() + "/big.ufspack", {}, &split);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(GetRemoteStats().requests - before_split.requests,
+            1 + (rest + o.max_request_bytes - 1) / o.max_request_bytes + 1);
+  EXPECT_EQ(split->info().pack_id, r->info().pack_id);
+  EXPECT_TRUE(split->CheckIndex().ok());
+  RegisterRemoteStorage();
 }
 
 TEST(HttpsPackTest, TlsVerifiedByDefaultAndTrustedWithACaBundle) {

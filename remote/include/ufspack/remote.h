@@ -54,7 +54,9 @@ struct RemoteOptions {
   // request: at 1 ms and ~100 MB/s one round trip costs as much as ~100 KB,
   // so a small gap is cheaper fetched than asked for twice.
   uint64_t coalesce_gap = 16 << 10;
-  // A merged request never exceeds this many bytes.
+  // No request asks for more than this many bytes: merging stops there,
+  // and a larger read (an index, a warm-up run) is split into requests of
+  // this size, sent concurrently.
   uint64_t max_request_bytes = 8 << 20;
   // Attempts per request (the first included) on connection errors,
   // timeouts, HTTP 429/500/502/503/504 (S3's SlowDown) and short bodies;
