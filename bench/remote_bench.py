@@ -152,7 +152,7 @@ def make_tree(args: argparse.Namespace, work: str) -> str:
                 for n in os.listdir(os.path.join(val, c)):
                     os.rename(os.path.join(val, c, n), os.path.join(tree, c, "val_" + n))
         return tree
-    tree = args.gen_tree or os.path.join(work, "gen100k")
+    tree = args.gen_tree or os.path.join(work, "gen100k-tree")
     if len(tree_samples(tree) if os.path.isdir(tree) else []) < 100000:
         subprocess.run([PY, os.path.join(HERE, "make_dataset.py"), tree, "--images", "100000"], check=True)
     return tree
@@ -204,6 +204,18 @@ class Server:
             text=True).stdout.strip().splitlines()[-1]
         cmd = [os.path.join(self.venv, "bin", "python"), S3SERVER, "start", "--kind", "seaweedfs",
                "--dir", self.dir, "--bucket", BUCKET]
+        if args.dataset == "gen100k" and not args.smoke:
+            # s3server.py's SeaweedFS holds at most 32 volumes of 64 MB (2 GB): gen100k's pack alone
+            # is 2.4 GB.  A wrapper (UFSPACK_WEED) gives it 64 volumes of 256 MB instead.
+            wrapper = os.path.join(work, "weed-wrapper.sh")
+            with open(wrapper, "w") as f:
+                f.write("#!/bin/bash\na=()\nfor x in \"$@\"; do case $x in\n"
+                        "  -volume.max=*) a+=(-volume.max=64) ;;\n"
+                        "  -master.volumeSizeLimitMB=*) a+=(-master.volumeSizeLimitMB=256) ;;\n"
+                        "  *) a+=(\"$x\") ;;\nesac; done\n"
+                        f"exec {os.path.join(self.venv, 'bin', 'weed')} \"${{a[@]}}\"\n")
+            os.chmod(wrapper, 0o755)
+            os.environ["UFSPACK_WEED"] = wrapper
         self.socat: Optional[subprocess.Popen] = None
         if self.delay > 0:
             subprocess.run(["bash", SLOWFS, "link", str(self.delay)], check=True, stdout=subprocess.DEVNULL)
@@ -572,7 +584,7 @@ def write_report(results: Dict[str, Any], out: str) -> None:
     lines = [f"{results['dataset']}: {results['records']:,} records to ufspack, {results['peer_records']:,} "
              f"to the peers; delay {results['delay_ms']} ms one way; medians of {results['repeat']}",
              "",
-             "| loader | first batch (s) | epoch 1 samples/s | ufspack e1 / this | epoch 2 samples/s "
+             "| reader | first batch (s) | epoch 1 samples/s | ufspack e1 / this | epoch 2 samples/s "
              "| requests/sample | bytes/sample / record | peak local disk (MB) |",
              "|---|---|---|---|---|---|---|---|"]
     for name, r in rows.items():
@@ -612,7 +624,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     p.add_argument("--dataset", choices=("photos", "gen100k"), default="photos")
-    p.add_argument("--gen-tree", help="where the gen100k tree is (default WORK/gen100k; generated if absent)")
+    p.add_argument("--gen-tree", help="where the gen100k tree is (default WORK/gen100k-tree; generated if absent)")
     p.add_argument("--peer-records", type=int, default=0,
                    help="the peers read only the first N records of the shuffled dataset (0: all)")
     p.add_argument("--delay-ms", type=float, default=0.0, help="one-way delay of the slowfs link (0: loopback)")
@@ -639,6 +651,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         log(f"skip {n}: {why}")
     name = "smoke" if args.smoke else args.dataset
     work = os.path.join(args.work, name)
+    if args.gen_tree and os.path.abspath(args.gen_tree) == os.path.abspath(work):
+        p.error(f"--gen-tree {args.gen_tree} is the benchmark's own directory for {name}: move the tree")
     os.makedirs(work, exist_ok=True)
     tree = make_tree(args, args.work if not args.smoke else work)
     samples = tree_samples(tree)
