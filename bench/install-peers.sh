@@ -42,6 +42,11 @@ CHECK[dali]="from nvidia.dali import Pipeline, fn; from wds2idx import IndexCrea
 # mxnet 1.9.1 (last release; py3-none wheel) uses np.bool, gone in numpy 1.24: e2e_peers sets np.bool = bool first.
 REQS[mxnet_recordio]="mxnet==1.9.1"
 CHECK[mxnet_recordio]="import numpy as np; np.bool = bool; import mxnet; from mxnet import recordio"
+# s3torchconnector: only for bench/remote_bench.py (not in the default PEERS: e2e.py has no adapter
+# for it), PEERS=s3torch.  It declares torch>=2.0.1, but S3MapDataset/S3IterableDataset run on
+# Debian's torch 1.13 (checked by bench/remote_bench.py --smoke).
+REQS[s3torch]="s3torchconnector==1.5.0 s3torchconnectorclient==1.5.0"
+CHECK[s3torch]="from s3torchconnector import S3MapDataset, S3ClientConfig"
 # tfrecord: pure-Python TFRecord reader/writer (no TensorFlow).
 REQS[tfrecord]="tfrecord==1.14.6 protobuf==7.36.2 crc32c==2.9.post0"
 CHECK[tfrecord]="from tfrecord.writer import TFRecordWriter; from tfrecord.reader import tfrecord_loader"
