@@ -1,6 +1,6 @@
 """Type stub for the private C++ extension ufspack._core (python/bindings.cc)."""
 
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -112,3 +112,5 @@ def build(
     skip_unreadable: bool = False,
     progress: Optional[Callable[[int, int, int, int], None]] = None,
 ) -> dict: ...
+def upload_pack(local: bytes, url: str, progress: Optional[Callable[[int, int], None]] = None) -> None: ...
+def remote_stats() -> Dict[str, int]: ...
