@@ -129,7 +129,8 @@ def build(
 def _build_remote(src: PathLike, url: str, *, staging: Optional[PathLike], **kw: Any) -> BuildSummary:
     if not url.startswith("s3://"):
         raise ValueError(f"{url.split('?')[0]}: read-only: upload to s3:// only")
-    tmp = tempfile.mkdtemp(prefix="ufspack-build-", dir=os.fsdecode(os.fspath(staging)) if staging is not None else None)
+    parent = os.fsdecode(os.fspath(staging)) if staging is not None else None
+    tmp = tempfile.mkdtemp(prefix="ufspack-build-", dir=parent)
     try:
         local = os.path.join(tmp, "pack")
         summary = build(src, local, **kw)
