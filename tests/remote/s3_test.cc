@@ -8,10 +8,12 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -279,6 +281,11 @@ class FaultTest : public ::testing::Test {
     url_ = "s3://" + server_->bucket() + "/f/p.ufspack";
     Status s = Reader::Open(url_, {}, &reader_);
     ASSERT_TRUE(s.ok()) << s.ToString();
+    // The proxy logs a request after answering it: wait (bounded) until the
+    // open's two requests are in the log, so that none lands after Reset.
+    for (int k = 0; k < 250 && CountOf(server_->Log(), "\"seq\"") < 2; ++k) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     server_->Reset();
   }
   void TearDown() override {
