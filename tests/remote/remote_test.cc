@@ -28,37 +28,9 @@
 namespace ufspack {
 namespace {
 
-struct Item {
-  std::string name;
-  std::string bytes;
-};
-
-// `n` records, every third compressible (stored as zstd), in two classes.
-std::vector<Item> MakeItems(int n, size_t max_size, uint64_t seed) {
-  std::vector<Item> items;
-  for (int i = 0; i < n; ++i) {
-    const size_t size = 1 + static_cast<size_t>((i * 7919 + seed) % max_size);
-    std::string bytes = (i % 3 == 0) ? test::CompressibleBytes(size, i + seed)
-                                     : test::RandomBytes(size, i + seed);
-    items.push_back(
-        {(i < n / 2 ? "a/" : "b/") + std::to_string(1000 + i) + ".bin",
-         std::move(bytes)});
-  }
-  return items;
-}
-
-void WritePack(const std::string& dir, const std::vector<Item>& items) {
-  std::unique_ptr<PackWriter> w;
-  PackWriterOptions o;
-  o.compress = true;
-  ASSERT_TRUE(PackWriter::Create(dir, o, &w).ok());
-  ASSERT_TRUE(w->AddClass("a").ok());
-  ASSERT_TRUE(w->AddClass("b").ok());
-  for (const Item& it : items) {
-    ASSERT_TRUE(w->Add(it.name, it.name[0] == 'a' ? 0 : 1, it.bytes).ok());
-  }
-  ASSERT_TRUE(w->Finish(nullptr).ok());
-}
+using test::Item;
+using test::MakeItems;
+using test::WritePack;
 
 RemoteStats Delta(const RemoteStats& a, const RemoteStats& b) {
   RemoteStats d;

@@ -8,13 +8,41 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <memory>
 #include <thread>
 
 #include "gtest/gtest.h"
 #include "testutil.h"
+#include "ufspack/builder.h"
 
 namespace ufspack {
 namespace test {
+
+std::vector<Item> MakeItems(int n, size_t max_size, uint64_t seed) {
+  std::vector<Item> items;
+  for (int i = 0; i < n; ++i) {
+    const size_t size = 1 + static_cast<size_t>((i * 7919 + seed) % max_size);
+    std::string bytes = (i % 3 == 0) ? CompressibleBytes(size, i + seed)
+                                     : RandomBytes(size, i + seed);
+    items.push_back(
+        {(i < n / 2 ? "a/" : "b/") + std::to_string(1000 + i) + ".bin",
+         std::move(bytes)});
+  }
+  return items;
+}
+
+void WritePack(const std::string& dir, const std::vector<Item>& items) {
+  std::unique_ptr<PackWriter> w;
+  PackWriterOptions o;
+  o.compress = true;
+  ASSERT_TRUE(PackWriter::Create(dir, o, &w).ok());
+  ASSERT_TRUE(w->AddClass("a").ok());
+  ASSERT_TRUE(w->AddClass("b").ok());
+  for (const Item& it : items) {
+    ASSERT_TRUE(w->Add(it.name, it.name[0] == 'a' ? 0 : 1, it.bytes).ok());
+  }
+  ASSERT_TRUE(w->Finish(nullptr).ok());
+}
 
 std::string ServerProcess::Start(const std::vector<std::string>& argv,
                                  const std::string& log,

@@ -11,11 +11,24 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace ufspack {
 namespace test {
+
+// A record of the packs the remote tests serve.
+struct Item {
+  std::string name;
+  std::string bytes;
+};
+// `n` records of 1..max_size bytes, every third compressible (stored as
+// zstd), in two classes "a" and "b" (names "a/1000.bin", ...).
+std::vector<Item> MakeItems(int n, size_t max_size, uint64_t seed);
+// Writes them as a pack at `dir` (zstd where it saves space).
+void WritePack(const std::string& dir, const std::vector<Item>& items);
 
 // A child process in its own process group, killed with its group on
 // destruction.
