@@ -120,11 +120,13 @@ Status ReadRecordBytes(const Reader& reader, uint64_t i, std::string* out) {
 // one pread, as before.
 class Prefetched {
  public:
-  Prefetched(const Reader& reader, const std::vector<uint64_t>& indices)
+  Prefetched(const Reader& reader, const std::vector<uint64_t>& indices,
+             int threads)
       : reader_(reader), indices_(indices) {
     if (reader.prefers_batches() && indices.size() > 1) {
       active_ = true;
-      status_ = reader.ReadBatch(indices.data(), indices.size(), &batch_);
+      status_ =
+          reader.ReadBatch(indices.data(), indices.size(), &batch_, threads);
     }
   }
   // Record indices_[k]'s bytes.
@@ -412,7 +414,7 @@ class PyReader {
       Status s;
       {
         py::gil_scoped_release nogil;
-        s = reader_->ReadBatch(indices.data(), n, &batch);
+        s = reader_->ReadBatch(indices.data(), n, &batch, threads);
       }
       Check(s);
       py::list out(n);
@@ -496,7 +498,7 @@ class PyReader {
     std::vector<Decoded> results(indices.size());
     {
       py::gil_scoped_release nogil;
-      const Prefetched pre(*reader_, indices);
+      const Prefetched pre(*reader_, indices, threads);
       ParallelFor(indices.size(), threads, [&](size_t k) {
         ReadAndDecode(*reader_, indices[k], &results[k], &pre, k);
       });
@@ -521,7 +523,7 @@ class PyReader {
     for (auto& p : out) p = std::make_shared<Prepared>();
     {
       py::gil_scoped_release nogil;
-      const Prefetched pre(*reader_, indices);
+      const Prefetched pre(*reader_, indices, threads);
       ParallelFor(indices.size(), threads, [&](size_t k) {
         ReadAndPrepare(*reader_, indices[k], out[k].get(), &pre, k);
       });
@@ -679,7 +681,7 @@ py::list ReadDecodePilBatch(const PyReader& self,
   std::vector<PilDecode> items(n);
   {
     py::gil_scoped_release nogil;
-    const Prefetched pre(reader, indices);
+    const Prefetched pre(reader, indices, threads);
     ParallelFor(n, threads, [&](size_t k) {
       PilDecode& d = items[k];
       d.status = pre.Get(k, &d.bytes);

@@ -548,19 +548,30 @@ Status Reader::CheckStored(const Record& r, const char* dst, size_t got) const {
 
 // Reads the stored bytes of records[0, count) with one ReadMany() of the
 // cache's misses (concurrent requests for a remote data file), then checks
-// each.  dsts[k] receives records[k]'s stored_length bytes.
+// each.  dsts[k] receives records[k]'s stored_length bytes.  The cache
+// is asked first, on `threads` threads (a hit is a local read and a
+// checksum).
 Status Reader::ReadStoredMany(const Record* records, char* const* dsts,
-                              size_t count) const {
+                              size_t count, int threads) const {
+  std::vector<char> hit(count, 0);
+  if (cache_) {
+    auto lookup = [&](size_t k) {
+      const Record& r = records[k];
+      hit[k] = cache_->Lookup(r.index, r.stored_length, r.checksum, dsts[k]);
+    };
+    if (threads > 1 && count > 1) {
+      ParallelFor(count, threads, lookup);
+    } else {
+      for (size_t k = 0; k < count; ++k) lookup(k);
+    }
+  }
   std::vector<RandomAccessFile::ReadOp> ops;
   std::vector<size_t> which;
   ops.reserve(count);
   which.reserve(count);
   for (size_t k = 0; k < count; ++k) {
     const Record& r = records[k];
-    if (cache_ &&
-        cache_->Lookup(r.index, r.stored_length, r.checksum, dsts[k])) {
-      continue;
-    }
+    if (hit[k]) continue;
     RandomAccessFile::ReadOp op;
     op.offset = r.offset;
     op.n = static_cast<size_t>(r.stored_length);
@@ -854,7 +865,7 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, Batch* out,
     claimed += records[k].original_length;
   }
   if (data_->prefers_batches() && count > 1) {
-    Status s = ReadBatchMany(records, out);
+    Status s = ReadBatchMany(records, out, threads);
     if (!s.ok()) {
       out->data.clear();
       out->offsets.clear();
@@ -924,8 +935,8 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, Batch* out,
   return s;
 }
 
-Status Reader::ReadBatchMany(const std::vector<Record>& records,
-                             Batch* out) const {
+Status Reader::ReadBatchMany(const std::vector<Record>& records, Batch* out,
+                             int threads) const {
   const size_t count = records.size();
   std::vector<uint64_t> offsets(count + 1, 0);
   std::vector<char*> dsts(count);
@@ -943,7 +954,8 @@ Status Reader::ReadBatchMany(const std::vector<Record>& records,
     for (size_t k = 0; k < count; ++k) {
       dsts[k] = out->data.data() + offsets[k];
     }
-    UFSPACK_RETURN_IF_ERROR(ReadStoredMany(records.data(), dsts.data(), count));
+    UFSPACK_RETURN_IF_ERROR(
+        ReadStoredMany(records.data(), dsts.data(), count, threads));
     out->offsets = std::move(offsets);
     return Status::OK();
   }
@@ -963,7 +975,8 @@ Status Reader::ReadBatchMany(const std::vector<Record>& records,
   }
   std::string stored(static_cast<size_t>(stored_total), '\0');
   for (size_t k = 0; k < count; ++k) dsts[k] = stored.data() + stored_at[k];
-  UFSPACK_RETURN_IF_ERROR(ReadStoredMany(records.data(), dsts.data(), count));
+  UFSPACK_RETURN_IF_ERROR(
+      ReadStoredMany(records.data(), dsts.data(), count, threads));
   std::vector<std::string> decoded(count);
   uint64_t total = 0;
   for (size_t k = 0; k < count; ++k) {

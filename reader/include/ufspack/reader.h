@@ -225,6 +225,8 @@ class UFSPACK_EXPORT Reader {
   // record's original_length sizes nothing: zstd records are decoded first
   // (each into a buffer grown as its frame produces bytes) and *out is sized
   // from what they produced; raw records are read straight into *out.
+  // A remote pack (prefers_batches()) sends every record's request at once
+  // from the calling thread; there `threads` only serve the cache's hits.
   Status ReadBatch(const uint64_t* indices, size_t count, Batch* out,
                    int threads = 1) const;
 
@@ -254,10 +256,11 @@ class UFSPACK_EXPORT Reader {
                  std::string_view what) const;
   Status ReadStored(const Record& r, char* dst) const;
   Status CheckStored(const Record& r, const char* dst, size_t got) const;
-  Status ReadStoredMany(const Record* records, char* const* dsts,
-                        size_t count) const;
+  Status ReadStoredMany(const Record* records, char* const* dsts, size_t count,
+                        int threads) const;
   // ReadBatch() over a data file that prefers_batches() (a remote object).
-  Status ReadBatchMany(const std::vector<Record>& records, Batch* out) const;
+  Status ReadBatchMany(const std::vector<Record>& records, Batch* out,
+                       int threads) const;
   // Reads, checksums and decodes zstd record `r` into `output`.
   Status ReadZstd(const Record& r, internal::ZstdOutput* output) const;
   // The bounds-checked view of name pool bytes [offset, offset + length).
