@@ -3,10 +3,12 @@
 // S3 settings the way AWS's own tools read them: environment variables,
 // then the shared config and credentials files, for one profile.
 //
-//   credentials  AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN)
-//                > [profile] in AWS_SHARED_CREDENTIALS_FILE (~/.aws/credentials)
-//                > [profile NAME] / [default] in AWS_CONFIG_FILE (~/.aws/config)
-//                none found: anonymous (unsigned) requests
+//   credentials  AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+
+//   AWS_SESSION_TOKEN)
+//                > [profile] in AWS_SHARED_CREDENTIALS_FILE
+//                (~/.aws/credentials) > [profile NAME] / [default] in
+//                AWS_CONFIG_FILE (~/.aws/config) none found: anonymous
+//                (unsigned) requests
 //   profile      AWS_PROFILE (else AWS_DEFAULT_PROFILE, else "default")
 //   region       AWS_REGION > AWS_DEFAULT_REGION > the profile's region
 //                > "us-east-1"
