@@ -408,25 +408,6 @@ class PyReader {
   // (original_length sizes nothing), copied into bytes objects afterwards.
   py::list ReadBatch(const std::vector<uint64_t>& indices, int threads) const {
     const size_t n = indices.size();
-    if (reader_->prefers_batches() && n > 1) {
-      // A remote pack: one ReadBatch, every request in flight at once.
-      Batch batch;
-      Status s;
-      {
-        py::gil_scoped_release nogil;
-        s = reader_->ReadBatch(indices.data(), n, &batch, threads);
-      }
-      Check(s);
-      py::list out(n);
-      for (size_t k = 0; k < n; ++k) {
-        const std::string_view b = batch.get(k);
-        PyObject* o = PyBytes_FromStringAndSize(
-            b.data(), static_cast<py::ssize_t>(b.size()));
-        if (o == nullptr) throw py::error_already_set();
-        PyList_SET_ITEM(out.ptr(), static_cast<py::ssize_t>(k), o);  // steals
-      }
-      return out;
-    }
     std::vector<Record> recs(n);
     std::vector<char*> dst(n, nullptr);
     std::vector<std::string> grown(n);
@@ -440,18 +421,36 @@ class PyReader {
       dst[k] = PyBytes_AS_STRING(b);
       PyList_SET_ITEM(out.ptr(), static_cast<py::ssize_t>(k), b);  // steals
     }
-    std::vector<Status> status(n);
+    // Raw records straight into their bytes objects with one ReadMany
+    // (threads over a local pack; every request in flight over a remote
+    // one); zstd records one by one.
+    std::vector<Record> raw;
+    std::vector<char*> raw_dst;
+    std::vector<size_t> zstd;
+    for (size_t k = 0; k < n; ++k) {
+      if (dst[k] != nullptr) {
+        raw.push_back(recs[k]);
+        raw_dst.push_back(dst[k]);
+      } else {
+        zstd.push_back(k);
+      }
+    }
+    Status raw_status;
+    std::vector<Status> status(zstd.size());
     {
       py::gil_scoped_release nogil;
-      std::atomic<bool> failed{false};
-      ParallelFor(n, threads, [&](size_t k) {
-        if (failed.load(std::memory_order_relaxed)) return;
-        status[k] = dst[k] != nullptr ? reader_->Read(recs[k], dst[k],
-                                                      recs[k].original_length)
-                                      : reader_->Read(recs[k], &grown[k]);
-        if (!status[k].ok()) failed = true;
-      });
+      raw_status =
+          reader_->ReadMany(raw.data(), raw_dst.data(), raw.size(), threads);
+      if (raw_status.ok()) {
+        std::atomic<bool> failed{false};
+        ParallelFor(zstd.size(), threads, [&](size_t j) {
+          if (failed.load(std::memory_order_relaxed)) return;
+          status[j] = reader_->Read(recs[zstd[j]], &grown[zstd[j]]);
+          if (!status[j].ok()) failed = true;
+        });
+      }
     }
+    Check(raw_status);
     for (const Status& s : status) Check(s);  // the first failure, in order
     for (size_t k = 0; k < n; ++k) {
       if (dst[k] != nullptr) continue;

@@ -935,6 +935,40 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, Batch* out,
   return s;
 }
 
+Status Reader::ReadMany(const Record* records, char* const* dsts, size_t count,
+                        int threads) const {
+  for (size_t k = 0; k < count; ++k) {
+    if (records[k].codec != Codec::kRaw) {
+      return Status::InvalidArgument(
+          "ReadMany: record " + std::to_string(records[k].index) + " '" +
+          EscapeBytes(records[k].name) +
+          "' is zstd-compressed; read it with Read(record, &string)");
+    }
+  }
+  if (data_->prefers_batches()) {
+    return ReadStoredMany(records, dsts, count, threads);
+  }
+  if (threads <= 1 || count <= 1) {
+    for (size_t k = 0; k < count; ++k) {
+      UFSPACK_RETURN_IF_ERROR(ReadStored(records[k], dsts[k]));
+    }
+    return Status::OK();
+  }
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  Status first_error;
+  ParallelFor(count, threads, [&](size_t k) {
+    if (failed.load(std::memory_order_relaxed)) return;
+    Status s = ReadStored(records[k], dsts[k]);
+    if (!s.ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (first_error.ok()) first_error = s;
+      failed.store(true);
+    }
+  });
+  return first_error;
+}
+
 Status Reader::ReadBatchMany(const std::vector<Record>& records, Batch* out,
                              int threads) const {
   const size_t count = records.size();

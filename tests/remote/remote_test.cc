@@ -99,6 +99,33 @@ TEST_F(HttpPackTest, EveryRecordByteExactThroughReadAndReadBatch) {
       EXPECT_EQ(batch.get(k), items_[order[b + k]].bytes) << order[b + k];
     }
   }
+  // ReadMany: raw records straight into the caller's buffers, one fetch;
+  // a zstd record is refused.
+  std::vector<Record> raw;
+  for (uint64_t i = 0; i < r->size() && raw.size() < 40; ++i) {
+    Record rec;
+    ASSERT_TRUE(r->GetRecord(i, &rec).ok());
+    if (rec.codec == Codec::kRaw) raw.push_back(rec);
+  }
+  std::vector<std::string> bufs(raw.size());
+  std::vector<char*> dsts(raw.size());
+  for (size_t k = 0; k < raw.size(); ++k) {
+    bufs[k].resize(raw[k].original_length);
+    dsts[k] = bufs[k].data();
+  }
+  Status many = r->ReadMany(raw.data(), dsts.data(), raw.size(), 2);
+  ASSERT_TRUE(many.ok()) << many.ToString();
+  for (size_t k = 0; k < raw.size(); ++k) {
+    EXPECT_EQ(bufs[k], items_[raw[k].index].bytes) << raw[k].index;
+  }
+  Record zstd;  // every third record is compressible
+  for (uint64_t i = 0; i < r->size(); ++i) {
+    ASSERT_TRUE(r->GetRecord(i, &zstd).ok());
+    if (zstd.codec == Codec::kZstd) break;
+  }
+  ASSERT_EQ(zstd.codec, Codec::kZstd);
+  char* one = bufs[0].data();
+  EXPECT_TRUE(r->ReadMany(&zstd, &one, 1).IsInvalidArgument());
   // The index as named by its own URL.
   std::unique_ptr<Reader> by_index;
   ASSERT_TRUE(Reader::Open(url_ + "/index.ufs", {}, &by_index).ok());

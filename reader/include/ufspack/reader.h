@@ -230,6 +230,17 @@ class UFSPACK_EXPORT Reader {
   Status ReadBatch(const uint64_t* indices, size_t count, Batch* out,
                    int threads = 1) const;
 
+  // Reads raw records[k] into dsts[k] (room for its original_length, as
+  // Read(record, dst, capacity) requires) for every k < count: on `threads`
+  // threads of the pool from a local pack, as one ReadMany of every
+  // request at once from a remote one (the cache's hits looked up on
+  // `threads` threads).  The caller's buffers receive the bytes directly.
+  // InvalidArgument for a zstd record (its original_length sizes nothing:
+  // use Read(record, &string)).  Returns the first error; the buffers then
+  // hold unspecified bytes.
+  Status ReadMany(const Record* records, char* const* dsts, size_t count,
+                  int threads = 1) const;
+
   // Full structural check of the index: body checksum, every record entry,
   // the class table and the lookup table.  O(records).  Does not read
   // data.ufs.  Returns the first problem found.
