@@ -14,6 +14,10 @@ namespace cli {
 
 const char kCatHelp[] = R"(Usage: ufspack cat <pack> <name | #index>
 
+<pack> is a pack directory, its index.ufs, or a pack URL: s3://bucket/prefix
+(AWS settings from the environment and ~/.aws) or https://host/path
+(docs/remote.md).
+
 Writes one record's original bytes to standard output.  The record is
 named by its path in the pack (as 'ufspack ls -0' gives it) or by its
 index as #N.  A record whose name starts with '#' is named with --name or

@@ -25,6 +25,10 @@ namespace cli {
 const char kExtractHelp[] =
     R"(Usage: ufspack extract <pack> <dir> [-j <n>] [--force]
 
+<pack> is a pack directory, its index.ufs, or a pack URL: s3://bucket/prefix
+(AWS settings from the environment and ~/.aws) or https://host/path
+(docs/remote.md).
+
 Writes every record back to <dir>/<name>, creating directories as needed.
 <dir> is created if missing.  Refuses, before writing anything, names that
 are absolute or contain '..', '.' or empty components.  Never writes

@@ -14,6 +14,10 @@ namespace cli {
 
 const char kInfoHelp[] = R"(Usage: ufspack info <pack> [--json]
 
+<pack> is a pack directory, its index.ufs, or a pack URL: s3://bucket/prefix
+(AWS settings from the environment and ~/.aws) or https://host/path
+(docs/remote.md).
+
 Prints the pack's header (format version, pack id, sizes), the number of
 records and classes, each class with its record count and bytes, and the
 compression ratio.

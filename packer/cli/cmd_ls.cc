@@ -14,6 +14,10 @@ namespace cli {
 
 const char kLsHelp[] = R"(Usage: ufspack ls <pack> [--long] [--json | --null]
 
+<pack> is a pack directory, its index.ufs, or a pack URL: s3://bucket/prefix
+(AWS settings from the environment and ~/.aws) or https://host/path
+(docs/remote.md).
+
 Lists the records' names (paths relative to the packed directory), one per
 line, in pack order (ImageFolder order).  As tar does in its listings, a
 backslash is shown as \\ and control characters and bytes that are not UTF-8

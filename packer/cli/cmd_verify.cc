@@ -19,6 +19,10 @@ namespace cli {
 const char kVerifyHelp[] =
     R"(Usage: ufspack verify <pack> [-j <n>] [--cache <dir>] [--json] [--quiet]
 
+<pack> is a pack directory, its index.ufs, or a pack URL: s3://bucket/prefix
+(AWS settings from the environment and ~/.aws) or https://host/path
+(docs/remote.md).
+
 Checks the index (header and body checksums, every record entry, the class
 and lookup tables) and reads every record, checking its XXH3-64 checksum
 and, for compressed records, its decompressed size.  Reports every problem

@@ -22,6 +22,10 @@ namespace cli {
 const char kWarmupHelp[] =
     R"(Usage: ufspack warmup <pack> --cache <dir> [--limit <size>] [options]
 
+<pack> is a pack directory, its index.ufs, or a pack URL: s3://bucket/prefix
+(AWS settings from the environment and ~/.aws) or https://host/path
+(docs/remote.md).
+
 Copies the records of <pack> (typically on NFS, SSHFS or another network
 file system) into the node-local cache <dir>, reading data.ufs in large
 sequential blocks, so that readers opened with that cache ('ufspack cat
