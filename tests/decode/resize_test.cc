@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -691,37 +690,6 @@ TEST(ResizeTest, ChwFloatIsResizeFlipAndNormalize) {
         }
       }
     }
-  }
-}
-
-// Not a check: the time per 500x375 -> 224x224 resize, for the record.
-TEST(ResizeTest, Timing) {
-  const std::string src = Noise(500, 375, 5);
-  std::string dst(224 * 224 * 3, '\0');
-  std::vector<float> chw(3 * 224 * 224);
-  for (Filter f : {Filter::kNearest, Filter::kBilinear, Filter::kBicubic,
-                   Filter::kLanczos}) {
-    const int iters = 50;
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters; ++i) {
-      ASSERT_TRUE(ResizeRgb(U8(src), 500, 375, 1500, 0, 0, 500, 375, 224, 224,
-                            f, reinterpret_cast<uint8_t*>(&dst[0]), 672)
-                      .ok());
-    }
-    auto t1 = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters; ++i) {
-      ASSERT_TRUE(ResizeRgbToChwFloat(U8(src), 500, 375, 1500, 0, 0, 500, 375,
-                                      224, 224, f, true, kImageNetMean,
-                                      kImageNetStd, chw.data())
-                      .ok());
-    }
-    auto t2 = std::chrono::steady_clock::now();
-    using us = std::chrono::duration<double, std::micro>;
-    std::printf(
-        "500x375 -> 224x224 %-8s ResizeRgb %7.1f us, +flip+ToTensor+Normalize "
-        "%7.1f us\n",
-        FilterName(f), us(t1 - t0).count() / iters,
-        us(t2 - t1).count() / iters);
   }
 }
 
