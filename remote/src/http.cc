@@ -196,6 +196,11 @@ int OnProgress(void* user, curl_off_t /*dltotal*/, curl_off_t /*dlnow*/,
   if (t->sent != nullptr) {
     t->sent->store(static_cast<uint64_t>(ulnow), std::memory_order_relaxed);
   }
+  // Once the whole body is sent the server may already have stored it:
+  // stopping then would leave the outcome unknown, so the answer is awaited.
+  if (t->upload != nullptr && static_cast<uint64_t>(ulnow) >= t->upload_size) {
+    return 0;
+  }
   return Cancelled(*t) ? 1 : 0;
 }
 

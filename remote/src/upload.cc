@@ -253,7 +253,10 @@ class PartSender {
       }
     }
     for (std::thread& t : threads) t.join();
-    if (cancelled_) {
+    // A cancel that came after every part was stored is too late: the
+    // object (or every part) is in place, and saying otherwise would hide
+    // that from UploadPack, which must then publish the index.
+    if (cancelled_ && !(first_error_.ok() && completed_ == count_)) {
       return Status::Aborted(file_.name() + ": upload cancelled");
     }
     return first_error_;
@@ -280,6 +283,7 @@ class PartSender {
         break;
       }
       done_ += body.size();
+      ++completed_;
       cv_.notify_all();
     }
     std::lock_guard<std::mutex> lock(mu_);
@@ -328,6 +332,7 @@ class PartSender {
   size_t next_ = 0;         // guarded by mu_
   size_t running_ = 0;      // guarded by mu_
   uint64_t done_ = 0;       // guarded by mu_: bytes of parts sent
+  size_t completed_ = 0;    // guarded by mu_: parts sent
   Status first_error_;      // guarded by mu_
   bool cancelled_ = false;  // written by the calling thread only
 };
