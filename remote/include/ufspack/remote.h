@@ -135,7 +135,9 @@ struct UploadOptions {
 // s3:// only"), a malformed URL or bad options; NotFound/IOError for the
 // local file; IOError naming the request ("PUT s3://b/k (UploadPart 3 of
 // 12)"), the HTTP status, S3's error code and the attempts for a failed
-// one; Aborted when cancelled.
+// one; Aborted when cancelled before the last byte of the body (or of
+// every part) was sent: a later cancel waits for the server's answer and
+// returns its outcome.
 UFSPACK_EXPORT Status UploadFile(const std::string& local_path,
                                  const std::string& s3_url,
                                  const UploadOptions& options);
