@@ -60,7 +60,11 @@ EXCLUDE='^(pip_install|bench_peers|install_find_package|reader_only_build|python
 #     ("starting new threads after multi-threaded fork is not supported";
 #     with die_after_fork=0 its thread registry still holds the parent's
 #     threads and it dies on "dup thread with used id").  Runs under ASan.
-TSAN_EXCLUDE='^(pip_install|bench_peers|install_find_package|reader_only_build|python_lint|pytest|ReaderTest\.RecordLargerThan4GiBReadsBackExactly|RoundTripTest\.SparseSourceLargerThan4GiBRoundTrips|ParallelForTest\.WorksInAForkedChildWhileTheParentIsBusy)$'
+#   ResizeParityTest.*  byte parity of the resize kernels (decode/src/resize.cc,
+#     which starts no thread and shares no state) with Pillow and torchvision:
+#     nothing for TSan to see, and 198 test-seconds under it (3-4x the plain
+#     run).  The plain and ASan runs keep them.
+TSAN_EXCLUDE='^(pip_install|bench_peers|install_find_package|reader_only_build|python_lint|pytest|ReaderTest\.RecordLargerThan4GiBReadsBackExactly|RoundTripTest\.SparseSourceLargerThan4GiBRoundTrips|ParallelForTest\.WorksInAForkedChildWhileTheParentIsBusy|ResizeParityTest\..*)$'
 
 # The third-party versions the suites were validated with
 # (tests/sanitizers/validated-versions.txt): prints every installed version
