@@ -255,8 +255,9 @@ class PartSender {
     for (std::thread& t : threads) t.join();
     // A cancel that came after every part was stored is too late: the
     // object (or every part) is in place, and saying otherwise would hide
-    // that from UploadPack, which must then publish the index.
-    if (cancelled_ && !(first_error_.ok() && completed_ == count_)) {
+    // that from UploadPack, which must then publish the index.  (A failed
+    // part is never counted, so all counted means none failed.)
+    if (cancelled_ && completed_ < count_) {
       return Status::Aborted(file_.name() + ": upload cancelled");
     }
     return first_error_;

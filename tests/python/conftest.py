@@ -18,6 +18,10 @@ SHARED_TAR = os.environ.get(
     os.path.join(SOURCE_DIR, "..", "shared", "data", "cats_and_dogs_filtered.tar"),
 )
 
+# True in scripts/sanitize.sh's Python-on-ASan pass, which preloads libasan
+# into the uninstrumented python3: tests of no ufspack native code skip there.
+UNDER_ASAN = "libasan" in os.environ.get("LD_PRELOAD", "")
+
 
 def noise_image(w, h, seed, mode="RGB"):
     """A deterministic image with gradients and noise (JPEG-realistic)."""

@@ -16,6 +16,7 @@ import subprocess
 import pytest
 
 import ufspack
+from conftest import UNDER_ASAN
 from s3fixture import s3_venv
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -35,7 +36,7 @@ def peers_python():
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    if "libasan" in os.environ.get("LD_PRELOAD", ""):
+    if UNDER_ASAN:
         # scripts/sanitize.sh's Python-on-ASan run: the harness (seven
         # loaders, a server, a proxy) runs past any sane timeout there, and
         # the plain suite runs it; the remote code under ASan is covered by

@@ -14,6 +14,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from conftest import UNDER_ASAN
+
 if TYPE_CHECKING:
     from s3fixture import S3Server
 
@@ -25,7 +27,7 @@ pytest_plugins = ["s3fixture"]
 # ufspack's native code: the plain suite runs them, the ASan pass
 # (scripts/sanitize.sh pyasan, libasan preloaded) leaves them out.
 pytestmark = pytest.mark.skipif(
-    "libasan" in os.environ.get("LD_PRELOAD", ""),
+    UNDER_ASAN,
     reason="tests the S3 fixture, no ufspack native code: plain suite only",
 )
 
