@@ -29,7 +29,7 @@ PYTHON=(python3 python3-dev pybind11-dev python3-venv python3-pip
         python3-numpy python3-pil python3-torch python3-torchvision)
 BENCH=(libbenchmark-dev python3-opencv python3-lmdb python3-h5py
        python3-matplotlib strace)
-TEST=(libgtest-dev libgmock-dev python3-pytest openssl)
+TEST=(libgtest-dev libgmock-dev python3-pytest python3-pytest-xdist openssl)
 FUZZ=(clang libclang-rt-dev)
 
 usage() {

@@ -64,7 +64,12 @@ EXCLUDE='^(pip_install|bench_peers|install_find_package|reader_only_build|python
 #     which starts no thread and shares no state) with Pillow and torchvision:
 #     nothing for TSan to see, and 198 test-seconds under it (3-4x the plain
 #     run).  The plain and ASan runs keep them.
-TSAN_EXCLUDE='^(pip_install|bench_peers|install_find_package|reader_only_build|python_lint|pytest|ReaderTest\.RecordLargerThan4GiBReadsBackExactly|RoundTripTest\.SparseSourceLargerThan4GiBRoundTrips|ParallelForTest\.WorksInAForkedChildWhileTheParentIsBusy|ResizeParityTest\..*)$'
+#   TransformTest's four single-threaded parity cases (RegionDecode...,
+#     CropResizeFlip..., ResizeThenCrop..., PaddingAndBoxes...): 156
+#     test-seconds under TSan, one thread.  TSan keeps
+#     TransformTest.ConcurrentTransformsGiveTheSerialResults, which runs the
+#     same transforms from several threads at once.
+TSAN_EXCLUDE='^(pip_install|bench_peers|install_find_package|reader_only_build|python_lint|pytest|ReaderTest\.RecordLargerThan4GiBReadsBackExactly|RoundTripTest\.SparseSourceLargerThan4GiBRoundTrips|ParallelForTest\.WorksInAForkedChildWhileTheParentIsBusy|ResizeParityTest\..*|TransformTest\.(RegionDecodeEqualsFullDecodeForEveryCrop|CropResizeFlipMatchesThePlainWay|ResizeThenCropComputesTheWindowExactly|PaddingAndBoxesPastTheEdgeAreMaterialised))$'
 
 # The third-party versions the suites were validated with
 # (tests/sanitizers/validated-versions.txt): prints every installed version
@@ -178,8 +183,14 @@ run_pyasan() {
     # A bound, so that a hang (e.g. a DataLoader worker forked while another
     # thread held ASan's allocator lock) fails the suite with a message
     # instead of using up CI's time.
+    # pytest-xdist (python3-pytest-xdist) runs the suite on $JOBS workers:
+    # pytest alone keeps one core busy (713 s serially in CI; 311 s on 2 here).
+    local xdist=()
+    if [ "$JOBS" -gt 1 ] && "$PYTHON" -c "import xdist" 2>/dev/null; then
+      xdist=(-n "$JOBS")
+    fi
     timeout --signal=TERM --kill-after=30 "${PYASAN_TIMEOUT:-1800}" \
-      "$PYTHON" -m pytest -q -p no:cacheprovider --capture=sys \
+      "$PYTHON" -m pytest -q -p no:cacheprovider --capture=sys "${xdist[@]}" \
       ${PYTEST_ARGS:-"$OLDPWD/tests/python"} 2>&1 | tee "$logs.out" || status=${PIPESTATUS[0]}
     status=${status:-0}
     if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then

@@ -2,16 +2,16 @@
 //
 // Crash safety of `ufspack build` (docs/format.md, "Publishing a pack";
 // docs/cli.md, "Safety").  The CLI is killed with SIGKILL at 31 points per
-// scenario -- by time, by bytes written to the data temporary, at the file
-// transitions near the end (polled), and exactly at each system call that
-// publishes the pack (the build's main thread traced with ptrace, which
-// alone can land a kill between the two renames) -- into an empty directory
-// and into one holding a previous pack.  After each kill the directory must
-// hold the previous complete pack, the new complete pack, or nothing that
-// opens (a clean NotFound or Corruption) -- never a pack that opens and
-// reads wrong -- and exactly the state format.md documents for the phase
-// the build reached; `ufspack verify` must agree; the next build into the
-// directory must succeed and leave no temporary files.  Two builds into the
+// scenario (18 under TSan; see kTimeKillPoints) -- by time, by bytes written to
+// the data temporary, at the file transitions near the end (polled), and
+// exactly at each system call that publishes the pack (the build's main thread
+// traced with ptrace, which alone can land a kill between the two renames) --
+// into an empty directory and into one holding a previous pack.  After each
+// kill the directory must hold the previous complete pack, the new complete
+// pack, or nothing that opens (a clean NotFound or Corruption) -- never a pack
+// that opens and reads wrong -- and exactly the state format.md documents for
+// the phase the build reached; `ufspack verify` must agree; the next build into
+// the directory must succeed and leave no temporary files.  Two builds into the
 // same directory at once: one is refused with a clear error, never a mixed
 // pack.
 //
@@ -421,6 +421,17 @@ struct KillResult {
   bool unavailable = false;  // ptrace refused: the point was not run
 };
 
+// The random kill points per scenario (the 11 at fixed transitions and
+// system calls always run).  Under TSan every kill point is a whole build
+// of the instrumented CLI, 3-4x slower: it keeps 4 + 3 random points, enough
+// to kill the builder's threads mid-build, which is what TSan can check; the
+// plain and ASan runs draw all 12 + 8.
+#if defined(__SANITIZE_THREAD__)
+constexpr int kTimeKillPoints = 4, kByteKillPoints = 3;
+#else
+constexpr int kTimeKillPoints = 12, kByteKillPoints = 8;
+#endif
+
 class CrashTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -751,7 +762,8 @@ class CrashTest : public ::testing::Test {
     SCOPED_TRACE(std::string("scenario: ") + scenario +
                  ", seed: " + std::to_string(seed));
     std::mt19937_64 rng(seed);
-    const std::vector<KillPoint> points = MakePoints(&rng, 12, 8);
+    const std::vector<KillPoint> points =
+        MakePoints(&rng, kTimeKillPoints, kByteKillPoints);
     const std::string out = *dir_ / (with_previous ? "out-prev" : "out-empty");
     const std::vector<const Tree*> trees = {tree_a_, tree_b_, tree_c_};
     // Per phase: kill points by kind (time, bytes, polled transition,
