@@ -344,11 +344,15 @@ def s3_venv() -> str:
 
 
 def start_server(
-    kind: str, buckets: Optional[List[str]] = None, proxy: bool = True, state_dir: Optional[str] = None
+    kind: str,
+    buckets: Optional[List[str]] = None,
+    proxy: bool = True,
+    state_dir: Optional[str] = None,
+    extra: Optional[List[str]] = None,
 ) -> S3Server:
     """Starts a server with its state (logs, data) in state_dir, by default a
     fresh temporary directory; stopped at exit if the caller does not stop it
-    first."""
+    first.  extra: more arguments for s3server.py start (e.g. --chunk-mb 1)."""
     venv = s3_venv()
     python = os.path.join(venv, "bin", "python")
     state_dir = state_dir or tempfile.mkdtemp(prefix=f"ufspack-{kind}-")
@@ -357,6 +361,7 @@ def start_server(
         argv += ["--bucket", b]
     if proxy:
         argv.append("--proxy")
+    argv += extra or []
     # The launcher bounds its own waits (60 s per phase); this is a backstop.
     p = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     if p.returncode != 0:

@@ -226,3 +226,28 @@ def test_stop_ends_the_process_groups(moto_server: S3Server) -> None:
             except FileNotFoundError:
                 pass
         assert not os.path.exists(os.path.join(d, "s3server-state.json"))
+
+
+def test_seaweedfs_sizing_options_reach_the_server() -> None:
+    # --chunk-mb (weed's -filer.maxMB) decides how many chunks an object is
+    # stored in, which bench/remote_bench.py sets; a ranged GET across a chunk
+    # boundary still returns the exact bytes.
+    from s3fixture import start_server
+
+    server = start_server("seaweedfs", proxy=False, extra=["--chunk-mb", "1", "--volume-mb", "8", "--volumes", "4"])
+    try:
+        data = hashlib.sha256(b"seed").digest() * (3 << 15)  # 3 MiB
+        server.put("fixture/sizing/big.bin", data)
+        with open(os.path.join(server.dir, "s3server-state.json")) as f:
+            state = json.load(f)
+        assert "-volume.max=4" in state["seaweedfs_argv"] and "-master.volumeSizeLimitMB=8" in state["seaweedfs_argv"]
+        filer = state["seaweedfs_ports"]["filer.port"]
+        conn = http.client.HTTPConnection("127.0.0.1", filer, timeout=30)
+        conn.request("GET", f"/buckets/{server.bucket}/fixture/sizing/big.bin?metadata=true")
+        chunks = json.loads(conn.getresponse().read())["chunks"]
+        assert [c["size"] for c in chunks] == [1 << 20] * 3
+        mib = 1 << 20
+        r = server.get("fixture/sizing/big.bin", range=f"bytes={mib - 100}-{mib + 99}")
+        assert r.status == 206 and r.body == data[mib - 100 : mib + 100]
+    finally:
+        server.stop()
