@@ -40,6 +40,7 @@ reported, with the min and max beside it.
 """
 
 import argparse
+import atexit
 import csv
 import json
 import os
@@ -47,6 +48,7 @@ import random
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -361,7 +363,11 @@ def run(args):
         if args.loaders != "all":  # asked for by name: the results say why it is absent
             results += [{"loader": adapter.name, "mode": mode, "workers": workers, "error": reason,
                          "storage": args.storage} for mode in modes for workers in workers_list]
-    env = dict(os.environ)
+    # The children's TMPDIR, removed at exit: MosaicML Streaming leaves two lock files in
+    # gettempdir() per dataset.
+    scratch = tempfile.mkdtemp(prefix="ufspack-e2e-tmp-")
+    atexit.register(shutil.rmtree, scratch, True)
+    env = dict(os.environ, TMPDIR=scratch)
     for loader in names:
         for mode in modes:
             for workers in workers_list:

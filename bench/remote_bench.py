@@ -282,11 +282,20 @@ def upload(server: Server, tree: str, peer_samples: List[Tuple[str, int]], out: 
 
     part = UPLOAD_PART_MB << 20
     cfg = TransferConfig(multipart_threshold=part, multipart_chunksize=part)
+
+    def put(job: Tuple[str, str]) -> None:
+        path, key = job
+        if os.path.getsize(path) < part:  # one PUT: upload_file's transfer manager costs ~5 ms a file
+            with open(path, "rb") as f:
+                s3.put_object(Bucket=BUCKET, Key=key, Body=f.read())
+        else:
+            s3.upload_file(path, BUCKET, key, Config=cfg)
+
     t0 = time.perf_counter()
-    for path, key in jobs[:2]:
-        s3.upload_file(path, BUCKET, key, Config=cfg)
+    for job in jobs[:2]:
+        put(job)
     with ThreadPoolExecutor(16) as ex:
-        list(ex.map(lambda j: s3.upload_file(j[0], BUCKET, j[1], Config=cfg), jobs[2:]))
+        list(ex.map(put, jobs[2:]))
     return time.perf_counter() - t0
 
 
@@ -492,13 +501,18 @@ def measure(loader: str, cfg: Dict[str, Any], env: Dict[str, str], work: str, ti
     cfg = dict(cfg, tmp=os.path.join(work, f"tmp-{loader}"))
     path = os.path.join(work, f"cfg-{loader}.json")
     json.dump(cfg, open(path, "w"))
-    env = dict(env, MALLOC_MMAP_THRESHOLD_="268435456", MALLOC_TRIM_THRESHOLD_="1073741824")
+    # TMPDIR: MosaicML Streaming leaves two lock files in gettempdir() per dataset, never removed.
+    tmpdir = os.path.join(work, f"tmpdir-{loader}")
+    os.makedirs(tmpdir, exist_ok=True)
+    env = dict(env, MALLOC_MMAP_THRESHOLD_="268435456", MALLOC_TRIM_THRESHOLD_="1073741824", TMPDIR=tmpdir)
     ru0, srv0 = resource.getrusage(resource.RUSAGE_CHILDREN), cpu_seconds(server_pid)
     try:
         p = subprocess.run([PY, os.path.abspath(__file__), "_child", loader, path], env=env, capture_output=True,
                            text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout:.0f} s"}
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
     ru1, srv1 = resource.getrusage(resource.RUSAGE_CHILDREN), cpu_seconds(server_pid)
     for line in p.stdout.splitlines():
         if line.startswith("RESULT "):
