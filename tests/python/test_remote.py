@@ -227,3 +227,28 @@ def test_build_to_s3_then_read_back(s3_pack, s3_server, small_tree, tmp_path):
             assert p.read(i) == f.read()
     with pytest.raises(ValueError, match="read-only"):
         ufspack.build(small_tree, "https://example.invalid/x.ufspack", progress=False)
+
+
+def test_cache_epoch2_bench_smoke(web, small_pack, small_tree, tmp_path):
+    # bench/cache_epoch2.py (docs/benchmarks.md, "Object storage"): one round
+    # over HTTP, and its refusal of a local pack that is not the same pack.
+    script = os.path.join(HERE, "..", "..", "bench", "cache_epoch2.py")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    out = subprocess.run(
+        [sys.executable, script, web + "/small.ufspack", small_pack, str(tmp_path / "c1"), "--rounds", "1"],
+        env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("cache filled in ") and lines[1].startswith("round 0: cache ")
+    assert lines[-1].startswith("median: cache ") and lines[-1].endswith("x")
+    tree = tmp_path / "tree" / "c"
+    tree.mkdir(parents=True)
+    first = next(os.path.join(d, f) for d, _, fs in sorted(os.walk(small_tree)) for f in sorted(fs))
+    shutil.copy(first, tree / "one.jpg")
+    ufspack.build(str(tmp_path / "tree"), str(tmp_path / "one"), progress=False)
+    out = subprocess.run(
+        [sys.executable, script, web + "/small.ufspack", str(tmp_path / "one"), str(tmp_path / "c2")],
+        env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert out.returncode == 1 and "has 1 records: not the same pack" in out.stderr, out.stderr
