@@ -30,8 +30,16 @@ if grep -qiE "opencv|turbojpeg" "$TMP/sub/build.ninja"; then
   echo "subdir consumer: the reader-only build mentions OpenCV/TurboJPEG" >&2
   exit 1
 fi
+# ufspack as a subproject leaves the consumer's build type alone (none here).
+if ! grep -q '^CMAKE_BUILD_TYPE:STRING=$' "$TMP/sub/CMakeCache.txt"; then
+  echo "subdir consumer: ufspack set the consumer's build type:" >&2
+  grep '^CMAKE_BUILD_TYPE' "$TMP/sub/CMakeCache.txt" >&2
+  exit 1
+fi
 
-cmake -S "$SRC" -B "$TMP/top" -G Ninja -DUFSPACK_BUILD_DECODE=OFF \
+# Build type None (no optimisation flags): what is tested is which
+# dependencies the build needs, and -O2 -g would double the compile time.
+cmake -S "$SRC" -B "$TMP/top" -G Ninja -DUFSPACK_BUILD_DECODE=OFF -DCMAKE_BUILD_TYPE=None \
   -DUFSPACK_BUILD_TESTS=OFF -DUFSPACK_BUILD_BENCHMARKS=OFF \
   --no-warn-unused-cli "${NO_DECODE_DEPS[@]}" >/dev/null
 cmake --build "$TMP/top" --target ufspack ufspack_read_example >/dev/null
