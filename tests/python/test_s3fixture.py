@@ -251,3 +251,16 @@ def test_seaweedfs_sizing_options_reach_the_server() -> None:
         assert r.status == 206 and r.body == data[mib - 100 : mib + 100]
     finally:
         server.stop()
+
+
+def test_bad_bucket_name_is_refused_before_starting(moto_server: S3Server) -> None:
+    python, launcher = moto_server.venv_python, moto_server.launcher
+    with tempfile.TemporaryDirectory() as d:
+        p = subprocess.run(
+            [python, launcher, "start", "--kind", "seaweedfs", "--dir", d, "--bucket", "ab"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert p.returncode == 2 and "bucket name 'ab': expected 3-63 characters" in p.stderr, p.stderr
+        assert p.stdout == "" and not os.path.exists(os.path.join(d, "s3server-state.json"))

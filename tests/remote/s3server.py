@@ -173,6 +173,7 @@ import argparse
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -584,6 +585,11 @@ def cmd_start(args: argparse.Namespace) -> int:
         print(f"s3server: {d / STATE_FILE} exists: a server may run there (stop --dir {d} first)", file=sys.stderr)
         return 2
     buckets = args.bucket or [DEFAULT_BUCKET]
+    for b in buckets:  # S3's rule; SeaweedFS refuses others only after start's 60 s of retries
+        if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", b):
+            print(f"s3server: bucket name {b!r}: expected 3-63 characters of a-z, 0-9, '.' and '-', "
+                  "starting and ending with a letter or digit", file=sys.stderr)
+            return 2
     state: Dict[str, Any] = {"kind": args.kind, "groups": [], "pid": None, "proxy_pid": None}
     t0 = time.monotonic()
     try:
