@@ -62,6 +62,7 @@ import statistics
 import subprocess
 import sys
 import tarfile
+import tempfile
 import threading
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
@@ -479,6 +480,11 @@ def child(loader: str, cfg_path: str) -> int:
     tmp = cfg["tmp"]
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
+    # The loader's temporary files go to tmp too, removed below: MosaicML Streaming leaves two
+    # lock files in gettempdir() per dataset.  (TMPDIR for its subprocesses; tempdir=None makes
+    # this process's gettempdir() read it again.)
+    os.environ["TMPDIR"] = tmp
+    tempfile.tempdir = None
     try:
         res = run_ufspack(cfg, loader, tmp) if loader.startswith("ufspack") else run_peer(cfg, loader, tmp)
     finally:
@@ -501,18 +507,13 @@ def measure(loader: str, cfg: Dict[str, Any], env: Dict[str, str], work: str, ti
     cfg = dict(cfg, tmp=os.path.join(work, f"tmp-{loader}"))
     path = os.path.join(work, f"cfg-{loader}.json")
     json.dump(cfg, open(path, "w"))
-    # TMPDIR: MosaicML Streaming leaves two lock files in gettempdir() per dataset, never removed.
-    tmpdir = os.path.join(work, f"tmpdir-{loader}")
-    os.makedirs(tmpdir, exist_ok=True)
-    env = dict(env, MALLOC_MMAP_THRESHOLD_="268435456", MALLOC_TRIM_THRESHOLD_="1073741824", TMPDIR=tmpdir)
+    env = dict(env, MALLOC_MMAP_THRESHOLD_="268435456", MALLOC_TRIM_THRESHOLD_="1073741824")
     ru0, srv0 = resource.getrusage(resource.RUSAGE_CHILDREN), cpu_seconds(server_pid)
     try:
         p = subprocess.run([PY, os.path.abspath(__file__), "_child", loader, path], env=env, capture_output=True,
                            text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout:.0f} s"}
-    finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
     ru1, srv1 = resource.getrusage(resource.RUSAGE_CHILDREN), cpu_seconds(server_pid)
     for line in p.stdout.splitlines():
         if line.startswith("RESULT "):

@@ -182,7 +182,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 from urllib.parse import parse_qs, urlsplit
 
 ACCESS_KEY = "UFSPACKTESTACCESSKEY"
@@ -457,13 +457,15 @@ def _seaweedfs_argv(weed: str, d: Path, ports: Dict[str, int], sizing: Sizing) -
     return argv
 
 
-class Sizing:
-    """SeaweedFS's storage sizing: ``volumes`` volumes of ``volume_mb`` MB (the
-    most it can hold), objects stored in chunks of at most ``chunk_mb`` MB
-    (``-filer.maxMB``; 0: weed's default, 4)."""
+class Sizing(NamedTuple):
+    """SeaweedFS's storage sizing (start's --volume-mb, --volumes, --chunk-mb):
+    ``volumes`` volumes of ``volume_mb`` MB (the most it can hold), objects
+    stored in chunks of at most ``chunk_mb`` MB (``-filer.maxMB``; 0: weed's
+    default, 4)."""
 
-    def __init__(self, volume_mb: int = 64, volumes: int = 32, chunk_mb: int = 0) -> None:
-        self.volume_mb, self.volumes, self.chunk_mb = volume_mb, volumes, chunk_mb
+    volume_mb: int
+    volumes: int
+    chunk_mb: int
 
 
 def _start_seaweedfs(d: Path, buckets: List[str], state: Dict[str, Any], sizing: Sizing) -> str:
