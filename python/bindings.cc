@@ -33,6 +33,7 @@
 #include "ufspack/cache.h"
 #include "ufspack/decode.h"
 #include "ufspack/format.h"
+#include "ufspack/merge.h"
 #include "ufspack/parallel.h"
 #include "ufspack/reader.h"
 #include "ufspack/remote.h"  // registers s3://, http://, https://
@@ -543,6 +544,7 @@ class PyReader {
     d["data_size"] = i.data_size;
     d["index_size"] = i.index_size;
     d["flat"] = i.flat;
+    d["parts"] = i.part_count;
     return d;
   }
 
@@ -768,15 +770,17 @@ std::shared_ptr<Cache> OpenCache(const py::bytes& dir, uint64_t limit,
   return cache;
 }
 
-py::dict Build(const py::bytes& src, const py::bytes& dst, int threads,
-               const std::string& compress, int level,
-               const std::optional<std::vector<std::string>>& extensions,
-               bool all_files, bool flat, bool allow_empty,
-               bool skip_unreadable,
-               const std::function<void(uint64_t, uint64_t, uint64_t,
-                                        uint64_t)>& progress) {
+py::dict Build(
+    const py::bytes& src, const py::bytes& dst, int threads,
+    const std::string& compress, int level,
+    const std::optional<std::vector<std::string>>& extensions, bool all_files,
+    bool flat, bool allow_empty, bool skip_unreadable,
+    const std::function<void(uint64_t, uint64_t, uint64_t, uint64_t)>& progress,
+    uint32_t part, uint32_t parts) {
   BuildOptions o;
   o.threads = threads;
+  o.part = part;
+  o.parts = parts;
   if (compress == "zstd") {
     o.writer.compress = true;
     o.writer.zstd_level = level;
@@ -827,9 +831,39 @@ py::dict Build(const py::bytes& src, const py::bytes& dst, int threads,
   d["index_bytes"] = summary.index_bytes;
   d["seconds"] = summary.seconds;
   d["pack_id"] = summary.pack_id.ToHex();
+  if (parts > 1) {
+    d["part"] = part;
+    d["parts"] = parts;
+    d["part_first"] = summary.part_first;
+    d["part_samples"] = summary.part_samples;
+    d["split_samples"] = summary.split_samples;
+  }
   py::list warnings;
   for (const auto& w : summary.warnings) warnings.append(py::bytes(w));
   d["warnings"] = warnings;
+  return d;
+}
+
+py::dict Merge(const std::vector<py::bytes>& parts_in, const py::bytes& out) {
+  std::vector<std::string> parts(parts_in.begin(), parts_in.end());
+  const std::string out_s = out;
+  MergeSummary summary;
+  Status s;
+  {
+    py::gil_scoped_release nogil;
+    s = MergePacks(parts, out_s, &summary);
+  }
+  Check(s);
+  py::dict d;
+  d["manifest"] = py::bytes(summary.manifest_path);
+  d["pack_id"] = summary.pack_id.ToHex();
+  d["parts"] = summary.parts;
+  d["split"] = summary.split;
+  d["records"] = summary.records;
+  d["classes"] = summary.classes;
+  d["data_bytes"] = summary.data_bytes;
+  d["manifest_bytes"] = summary.manifest_bytes;
+  d["seconds"] = summary.seconds;
   return d;
 }
 
@@ -1145,5 +1179,8 @@ PYBIND11_MODULE(_core, m) {
         py::arg("level") = 3, py::arg("extensions") = py::none(),
         py::arg("all_files") = false, py::arg("flat") = false,
         py::arg("allow_empty") = false, py::arg("skip_unreadable") = false,
-        py::arg("progress") = nullptr);
+        py::arg("progress") = nullptr, py::arg("part") = 0,
+        py::arg("parts") = 1);
+  m.def("merge", &Merge, py::arg("parts"), py::arg("out"),
+        "MergePacks: one pack over `parts` (manifest.ufs in `out`).");
 }

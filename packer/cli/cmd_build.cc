@@ -51,6 +51,15 @@ Options:
       --part-size <size>    s3:// output: files larger than this go up as
                             multipart uploads in parts of this size (default
                             16M; 5M to 5G)
+      --part <i>/<n>        build only part <i> (0-based) of <n>: the
+                            ImageFolder-ordered sample list is split into
+                            <n> contiguous ranges of about equal bytes
+                            (every part job scans the whole tree and stats
+                            every file, so all agree on the split); the part
+                            keeps the whole class table.  Run the <n> jobs
+                            anywhere (a Slurm array, a Kubernetes indexed
+                            Job), then join them with `ufspack merge`
+                            (see docs/scale.md)
   -j, --threads <n>         files read concurrently (default 32: on network
                             storage every open and read is a round trip)
       --compress <codec>    none (default) or zstd[:level] (level 1-19, default
@@ -90,6 +99,7 @@ Examples:
   ufspack build logs/ --flat --all-files --compress zstd:9 -o logs.pack
   ufspack build train/ -j64 --skip-unreadable --json > build.json
   ufspack build /data/train -o s3://my-bucket/datasets/train.ufspack
+  ufspack build /nas/train --part 3/64 -o /nas/train.parts/part-003
 )";
 
 namespace {
@@ -251,7 +261,7 @@ int CmdBuild(const Argv& argv) {
   CommandLine cl("build");
   CLI::App& app = cl.app();
   std::string src, out, threads_text, compress = "none", staging_parent,
-                                      part_size_text;
+                                      part_size_text, part_text;
   std::vector<std::string> extension_lists;
   bool all_files = false, flat = false, allow_empty = false,
        skip_unreadable = false, quiet = false, no_progress = false,
@@ -262,6 +272,7 @@ int CmdBuild(const Argv& argv) {
   CLI::Option* staging_opt = app.add_option("--staging", staging_parent);
   CLI::Option* part_size_opt = app.add_option("--part-size", part_size_text);
   app.add_option("--compress", compress);
+  CLI::Option* part_opt = app.add_option("--part", part_text);
   CLI::Option* extensions_opt =
       app.add_option("--extensions", extension_lists)
           ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
@@ -328,6 +339,21 @@ int CmdBuild(const Argv& argv) {
     if (options.scan.extensions.empty()) {
       return Usage("build", "--extensions needs at least one suffix");
     }
+  }
+  if (part_opt->count() > 0) {
+    const size_t slash = part_text.find('/');
+    uint64_t part = 0, parts = 0;
+    if (slash == std::string::npos ||
+        !ParseUint(part_text.substr(0, slash), &part) ||
+        !ParseUint(part_text.substr(slash + 1), &parts) || parts < 1 ||
+        parts > 1000000 || part >= parts) {
+      return Usage("build",
+                   "--part takes <i>/<n> with 0 <= i < n <= 1000000, "
+                   "not '" +
+                       part_text + "'");
+    }
+    options.part = static_cast<uint32_t>(part);
+    options.parts = static_cast<uint32_t>(parts);
   }
   options.scan.all_files = all_files;
   options.scan.flat = flat;
@@ -439,6 +465,13 @@ int CmdBuild(const Argv& argv) {
     j += ",\"bytes_out\":" + std::to_string(summary.bytes_out);
     j += ",\"index_bytes\":" + std::to_string(summary.index_bytes);
     j += ",\"compression_ratio\":" + Fixed(ratio, 4);
+    if (options.parts > 1) {
+      j += ",\"part\":" + std::to_string(options.part);
+      j += ",\"parts\":" + std::to_string(options.parts);
+      j += ",\"part_first\":" + std::to_string(summary.part_first);
+      j += ",\"part_samples\":" + std::to_string(summary.part_samples);
+      j += ",\"split_samples\":" + std::to_string(summary.split_samples);
+    }
     j += ",\"scan_seconds\":" + Fixed(summary.scan_seconds, 3);
     j += ",\"seconds\":" + Fixed(summary.seconds, 3);
     j += SkipsJson(src, summary) + "}\n";
@@ -458,6 +491,13 @@ int CmdBuild(const Argv& argv) {
                         : summary.files)
             .c_str(),
         Printable(out).c_str());
+    if (options.parts > 1) {
+      std::printf(
+          "part %u/%u: samples %s to %s of %s\n", options.part, options.parts,
+          FormatCount(summary.part_first).c_str(),
+          FormatCount(summary.part_first + summary.part_samples).c_str(),
+          FormatCount(summary.split_samples).c_str());
+    }
     if (to_s3) {
       std::printf("uploaded %s to %s in %s s (%s MB/s)\n",
                   FormatBytes(uploaded).c_str(), Printable(out).c_str(),

@@ -90,6 +90,7 @@ int CmdInfo(const Argv& argv) {
       j += ",\"source_root\":" + JsonString(source_root);
     }
     j += ",\"flat\":" + std::string(info.flat ? "true" : "false");
+    j += ",\"parts\":" + std::to_string(info.part_count);
     j += ",\"records\":" + std::to_string(info.record_count);
     j += ",\"classes\":" + std::to_string(info.class_count);
     j += ",\"data_size\":" + std::to_string(info.data_size);
@@ -123,6 +124,12 @@ int CmdInfo(const Argv& argv) {
   }
   std::printf("records:       %s\n", FormatCount(info.record_count).c_str());
   std::printf("classes:       %s\n", FormatCount(info.class_count).c_str());
+  if (info.part_count > 0) {
+    std::printf(
+        "parts:         %s (a merged pack: the sizes below are the "
+        "parts' totals)\n",
+        FormatCount(info.part_count).c_str());
+  }
   std::printf("data.ufs:      %s (%s bytes)\n",
               FormatBytes(info.data_size).c_str(),
               FormatCount(info.data_size).c_str());

@@ -30,6 +30,7 @@ Commands:
   cat <pack> <name|#N>     write one record's original bytes to stdout
   extract <pack> <dir>     recreate the original files under <dir>
   verify <pack>            check every record's checksum and the index
+  merge <part>... -o <out> one pack over several (build --part i/n), no copying
   warmup <pack> --cache <dir>
                            copy a pack's records into a node-local cache
   cache stat <dir>         a cache directory's size, entries, hits, misses
@@ -37,7 +38,7 @@ Commands:
   help [<command>]         show help for a command
 
 A <pack> is the directory holding index.ufs and data.ufs, or the index.ufs
-file itself.  'ufspack <command> --help' explains each command.
+file itself, or a merged pack (a directory holding manifest.ufs).  'ufspack <command> --help' explains each command.
 
 Exit status: 0 success, 1 failure, 2 usage error, 3 the pack is corrupt,
 130 interrupted.  See docs/cli.md.
@@ -54,6 +55,7 @@ const char* HelpFor(const std::string& command) {
   if (command == "cat") return kCatHelp;
   if (command == "extract") return kExtractHelp;
   if (command == "verify") return kVerifyHelp;
+  if (command == "merge") return kMergeHelp;
   if (command == "warmup") return kWarmupHelp;
   if (command == "cache") return kCacheHelp;
   if (command == "cache stat") return kCacheStatHelp;

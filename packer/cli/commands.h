@@ -2,6 +2,7 @@
 //
 // The subcommands of the `ufspack` tool, one file each (cmd_build.cc,
 // cmd_info.cc, cmd_ls.cc, cmd_cat.cc, cmd_extract.cc, cmd_verify.cc,
+// cmd_merge.cc,
 // cmd_warmup.cc, cmd_cache.cc), and
 // what they share: the command line parser (CLI11), usage errors, opening a
 // pack.  Each command takes its arguments (after the subcommand name) and
@@ -30,6 +31,7 @@ int CmdLs(const Argv& args);
 int CmdCat(const Argv& args);
 int CmdExtract(const Argv& args);
 int CmdVerify(const Argv& args);
+int CmdMerge(const Argv& args);
 int CmdWarmup(const Argv& args);
 // `ufspack cache stat|clear ...`.
 int CmdCache(const Argv& args);
@@ -41,6 +43,7 @@ extern const char kLsHelp[];
 extern const char kCatHelp[];
 extern const char kExtractHelp[];
 extern const char kVerifyHelp[];
+extern const char kMergeHelp[];
 extern const char kWarmupHelp[];
 extern const char kCacheHelp[];
 extern const char kCacheStatHelp[];

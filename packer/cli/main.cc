@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
   if (cmd == "cat") return CmdCat(args);
   if (cmd == "extract") return CmdExtract(args);
   if (cmd == "verify") return CmdVerify(args);
+  if (cmd == "merge") return CmdMerge(args);
   if (cmd == "warmup") return CmdWarmup(args);
   if (cmd == "cache") return CmdCache(args);
   std::fprintf(stderr, "ufspack: unknown command '%s' (see 'ufspack --help')\n",

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <utility>
@@ -26,6 +27,8 @@
 #include "source_file.h"
 #include "ufspack/coding.h"
 #include "ufspack/format.h"
+#include "ufspack/manifest.h"
+#include "ufspack/parallel.h"
 
 namespace ufspack {
 namespace {
@@ -94,6 +97,14 @@ Status PackWriter::Create(const std::string& out_dir_in,
   bool locked = false;
   UFSPACK_RETURN_IF_ERROR(internal::LockPackDir(out_dir, &w->dir_fd_, &locked));
   if (locked) internal::RecoverPackDir(w->dir_fd_);
+  // A merged pack's directory holds its manifest only; a pack published
+  // beside it would be shadowed by it.
+  struct stat mst;
+  if (::fstatat(w->dir_fd_, kManifestFileName, &mst, 0) == 0) {
+    return Status::InvalidArgument(
+        out_dir + ": holds a merged pack (" + kManifestFileName +
+        "); build into another directory, or remove the manifest first");
+  }
   UFSPACK_RETURN_IF_ERROR(internal::CreateTemp(
       out_dir, internal::kDataTmpPrefix, &w->data_fd_, &w->data_tmp_));
   UFSPACK_RETURN_IF_ERROR(internal::CreateTemp(
@@ -508,6 +519,84 @@ Status DescribeSource(const ScanResult& scan, const BuildOptions& options,
   return writer->SetMetadata(kMetaExtensions, selection);
 }
 
+// Keeps only part options.part of options.parts of the scanned samples
+// (BuildOptions::parts) and records the split in the pack's metadata.
+Status SelectPart(const BuildOptions& options, ScanResult* scan,
+                  PackWriter* writer, BuildSummary* summary) {
+  const size_t n = scan->entries.size();
+  std::vector<uint64_t> sizes(n, 0);
+  std::vector<Status> errors(n);
+  ParallelFor(n, options.threads, [&](size_t k) {
+    struct stat st;
+    const std::string path = scan->PathOf(k);
+    if (::stat(path.c_str(), &st) == 0) {
+      sizes[k] = static_cast<uint64_t>(st.st_size);
+    } else {
+      errors[k] = Status::FromErrno(path, errno);
+    }
+  });
+  for (size_t k = 0; k < n; ++k) {
+    if (errors[k].ok()) continue;
+    // Every part job must see the same split: a file no job can stat
+    // weighs nothing (its read fails later and is skipped or fatal).
+    if (!options.skip_unreadable) {
+      return errors[k].WithContext("--part needs every file's size");
+    }
+    Warn(summary, errors[k].ToString() + "; weighs 0 in the part split");
+  }
+  XXH3_state_t* state = XXH3_createState();
+  if (state == nullptr) return Status::IOError("out of memory");
+  XXH3_64bits_reset(state);
+  auto put = [&](const void* p, size_t len) {
+    XXH3_64bits_update(state, p, len);
+  };
+  auto put64 = [&](uint64_t v) {
+    char b[8];
+    EncodeFixed64(b, v);
+    put(b, 8);
+  };
+  static constexpr char kDomain[] = "ufspack-split";
+  put(kDomain, sizeof(kDomain));
+  put64(options.parts);
+  put64(scan->classes.size());
+  for (const std::string& c : scan->classes) {
+    put64(c.size());
+    put(c.data(), c.size());
+  }
+  put64(n);
+  for (size_t k = 0; k < n; ++k) {
+    const ScanEntry& e = scan->entries[k];
+    put64(e.name.size());
+    put(e.name.data(), e.name.size());
+    put64(e.label);
+    put64(sizes[k]);
+  }
+  const uint64_t split = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+
+  const std::vector<uint64_t> bounds = SplitSamples(sizes, options.parts);
+  const uint64_t first = bounds[options.part];
+  const uint64_t count = bounds[options.part + 1] - first;
+  summary->part_first = first;
+  summary->part_samples = count;
+  summary->split_samples = n;
+  scan->entries.erase(
+      scan->entries.begin() + static_cast<ptrdiff_t>(first + count),
+      scan->entries.end());
+  scan->entries.erase(scan->entries.begin(),
+                      scan->entries.begin() + static_cast<ptrdiff_t>(first));
+  UFSPACK_RETURN_IF_ERROR(writer->SetMetadata(
+      kMetaPart,
+      std::to_string(options.part) + "/" + std::to_string(options.parts)));
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx",
+                static_cast<unsigned long long>(split));
+  UFSPACK_RETURN_IF_ERROR(writer->SetMetadata(kMetaPartSplit, hex));
+  return writer->SetMetadata(kMetaPartRange, std::to_string(first) + " " +
+                                                 std::to_string(count) + " " +
+                                                 std::to_string(n));
+}
+
 // Calls BuildOptions::progress from the building thread: once the files
 // are counted, about four times a second while packing, and at the end.
 class ProgressReporter {
@@ -673,6 +762,25 @@ void Summarize(const ScanResult& scan, const PackWriter& writer,
 
 }  // namespace
 
+std::vector<uint64_t> SplitSamples(const std::vector<uint64_t>& sizes,
+                                   uint32_t parts) {
+  const uint64_t n = sizes.size();
+  std::vector<uint64_t> prefix(n + 1, 0);  // weights of samples [0, k)
+  for (uint64_t k = 0; k < n; ++k) prefix[k + 1] = prefix[k] + sizes[k] + 1;
+  const unsigned __int128 total = prefix[n];
+  std::vector<uint64_t> bounds(parts + 1, n);
+  bounds[0] = 0;
+  for (uint32_t i = 1; i < parts; ++i) {
+    // The first k with prefix[k] >= ceil(total * i / parts).
+    const uint64_t target =
+        static_cast<uint64_t>((total * i + parts - 1) / parts);
+    bounds[i] = static_cast<uint64_t>(
+        std::lower_bound(prefix.begin(), prefix.end(), target) -
+        prefix.begin());
+  }
+  return bounds;
+}
+
 Status BuildPack(const std::string& src, const std::string& out_dir,
                  const BuildOptions& options_in, BuildSummary* summary) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -681,6 +789,11 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
   if (options.skip_unreadable) options.scan.skip_unreadable = true;
   if (options.threads < 1) {
     return Status::InvalidArgument("--threads must be at least 1");
+  }
+  if (options.parts < 1 || options.part >= options.parts) {
+    return Status::InvalidArgument("part " + std::to_string(options.part) +
+                                   " of " + std::to_string(options.parts) +
+                                   ": expected 0 <= part < parts");
   }
   *summary = BuildSummary();
   struct stat src_st;
@@ -698,6 +811,9 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
   if (Cancelled(options)) return Status::Aborted("interrupted");
   DropPackFiles(src, src_st, out_known ? &out_st : nullptr, &scan, summary);
   UFSPACK_RETURN_IF_ERROR(DescribeSource(scan, options, writer.get()));
+  if (options.parts > 1) {
+    UFSPACK_RETURN_IF_ERROR(SelectPart(options, &scan, writer.get(), summary));
+  }
 
   ProgressReporter reporter(options, scan.entries.size());
   Status s = AddRecords(scan, options, writer.get(), &reporter, summary);

@@ -14,6 +14,7 @@
 
 #include "posix_io.h"
 #include "ufspack/format.h"
+#include "ufspack/manifest.h"
 
 namespace ufspack {
 namespace internal {
@@ -38,7 +39,8 @@ Status MakeDirs(const std::string& path) {
 
 bool IsTempName(std::string_view name) {
   return name.rfind(kDataTmpPrefix, 0) == 0 ||
-         name.rfind(kIndexTmpPrefix, 0) == 0;
+         name.rfind(kIndexTmpPrefix, 0) == 0 ||
+         name.rfind(kManifestTmpPrefix, 0) == 0;
 }
 
 void RemoveStaleTemps(int dir_fd) {
@@ -115,7 +117,8 @@ void RestoreInterruptedPublish(int dir_fd) {
 }  // namespace
 
 bool IsPackFileName(std::string_view name) {
-  return name == kDataFileName || name == kIndexFileName || IsTempName(name);
+  return name == kDataFileName || name == kIndexFileName ||
+         name == kManifestFileName || IsTempName(name);
 }
 
 Status LockPackDir(const std::string& dir, int* dir_fd, bool* locked) {

@@ -33,9 +33,11 @@ namespace internal {
 // Prefixes of the temporary files of step 3 (8 random characters follow).
 inline constexpr char kDataTmpPrefix[] = ".data.ufs.tmp-";
 inline constexpr char kIndexTmpPrefix[] = ".index.ufs.tmp-";
+// The temporary manifest of `ufspack merge` (MergePacks).
+inline constexpr char kManifestTmpPrefix[] = ".manifest.ufs.tmp-";
 
 // True for the names a pack's files take in its directory while it is
-// built and after: data.ufs, index.ufs and the temporaries of step 3.
+// built and after: data.ufs, index.ufs, manifest.ufs and the temporaries.
 bool IsPackFileName(std::string_view name);
 
 // Step 1.  Creates `dir` and missing parents if needed, opens it

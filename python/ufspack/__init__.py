@@ -17,7 +17,7 @@ from ufspack._core import CorruptPackError, __version__
 from ufspack.cache import Cache, CacheTierStats
 from ufspack.dataset import IMG_EXTENSIONS, BadSampleWarning, MyImageFolder, skip_none_collate
 from ufspack.pack import Pack, PackInfo, RecordInfo
-from ufspack.packing import BuildSummary, build
+from ufspack.packing import BuildSummary, MergeSummary, build, merge
 
 # The drop-in under torchvision's name: `from ufspack import ImageFolder`.
 ImageFolder = MyImageFolder
@@ -25,6 +25,7 @@ ImageFolder = MyImageFolder
 __all__ = [
     "BadSampleWarning",
     "BuildSummary",
+    "MergeSummary",
     "Cache",
     "CacheTierStats",
     "CorruptPackError",
@@ -36,5 +37,6 @@ __all__ = [
     "RecordInfo",
     "__version__",
     "build",
+    "merge",
     "skip_none_collate",
 ]

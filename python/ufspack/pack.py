@@ -38,6 +38,7 @@ class PackInfo(TypedDict):
     data_size: int
     index_size: int
     flat: bool
+    parts: int  # of a merged pack (``ufspack merge``); 0 for a single pack
     source_root: Optional[str]
 
 

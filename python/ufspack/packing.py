@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import shutil
 import tempfile
-from typing import Any, Callable, Iterable, List, Optional, TypedDict, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, TypedDict, Union
 
 from ufspack import _core
 from ufspack.pack import PathLike
@@ -26,6 +27,20 @@ class BuildSummary(TypedDict):
     seconds: float
     pack_id: str
     warnings: List[str]
+
+
+class MergeSummary(TypedDict):
+    """What ``ufspack.merge`` returns (and ``ufspack.build`` with ``parts``)."""
+
+    manifest: str
+    pack_id: str
+    parts: int
+    split: bool  # the parts of one ``--part`` split
+    records: int
+    classes: int
+    data_bytes: int
+    manifest_bytes: int
+    seconds: float
 
 
 def _tqdm_progress() -> Optional[Callable[..., Any]]:
@@ -49,6 +64,9 @@ def build(
     skip_unreadable: bool = False,
     progress: Union[bool, ProgressFn] = True,
     staging: Optional[PathLike] = None,
+    parts: int = 1,
+    part: Optional[int] = None,
+    executor: Optional[concurrent.futures.Executor] = None,
 ) -> BuildSummary:
     """Packs the tree at ``src`` into ``dst`` (``data.ufs`` + ``index.ufs``).
 
@@ -72,10 +90,37 @@ def build(
     Returns a summary: files, classes, skipped, compressed, bytes_in,
     bytes_out, index_bytes, seconds, pack_id, warnings.
 
+    Building in parts (docs/scale.md): with ``parts=N`` and ``part=I``, only
+    part I of N of the tree is packed into ``dst`` (``ufspack build --part
+    I/N``; the summary adds part, parts, part_first, part_samples and
+    split_samples).  With ``parts=N`` and no ``part``, all N parts are built
+    on ``executor`` (any ``concurrent.futures.Executor``: a
+    ``ProcessPoolExecutor``, Dask's ``distributed.Client(...).get_executor()``,
+    Ray's; None builds them one after another here) into a fresh
+    ``dst/parts-XXXXXXXX/part-NNNNN`` each, then merged into ``dst``: the
+    result opens like one pack built in one go, with the same records in
+    the same order.  The workers must see ``src`` and ``dst`` at the same
+    paths (a shared file system).  The previous merged pack in ``dst`` (and
+    its parts directory) is replaced only once the new one is published; on
+    any error the new parts are removed and ``dst`` is left as it was.
+    Returns the merge's summary plus ``part_summaries`` (one per part) and
+    ``seconds`` (the whole build).
+
     Raises FileNotFoundError (missing ``src``), ValueError (bad options, an
     empty class, another build writing ``dst``), OSError (I/O errors,
     unreadable files), KeyboardInterrupt.
     """
+    if parts < 1:
+        raise ValueError(f"parts must be at least 1, not {parts}")
+    if part is not None and not 0 <= part < parts:
+        raise ValueError(f"part must be in [0, {parts}), not {part}")
+    if executor is not None and (parts == 1 or part is not None):
+        raise ValueError("executor needs parts > 1 and no part (it builds every part)")
+    if parts > 1 and part is None:
+        return _build_in_parts(src, dst, parts, executor, progress=progress, threads=threads,
+                               compress=compress, extensions=extensions, all_files=all_files,
+                               flat=flat, allow_empty=allow_empty,
+                               skip_unreadable=skip_unreadable)  # type: ignore[return-value]
     mode, level = "none", 3
     if compress:
         name, _, lvl = compress.partition(":")
@@ -102,6 +147,9 @@ def build(
 
     dst_text = os.fsdecode(os.fspath(dst))
     if "://" in dst_text:
+        if parts > 1:
+            raise ValueError(f"{dst_text.split('?')[0]}: parts are built locally (build them, "
+                             "merge, then upload the directory)")
         return _build_remote(src, dst_text, threads=threads, compress=compress, extensions=extensions,
                              all_files=all_files, flat=flat, allow_empty=allow_empty,
                              skip_unreadable=skip_unreadable, progress=progress, staging=staging)
@@ -118,6 +166,8 @@ def build(
             allow_empty=allow_empty,
             skip_unreadable=skip_unreadable,
             progress=callback,
+            part=part or 0,
+            parts=parts,
         )
     finally:
         if bar is not None:
@@ -138,4 +188,87 @@ def _build_remote(src: PathLike, url: str, *, staging: Optional[PathLike], **kw:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     summary["url"] = url  # type: ignore[typeddict-unknown-key]
+    return summary
+
+
+def merge(parts: Sequence[PathLike], dst: PathLike) -> MergeSummary:
+    """Publishes one pack over ``parts`` in ``dst`` (``ufspack merge``).
+
+    No record is copied: ``dst/manifest.ufs`` names each part by its path
+    relative to ``dst`` and its pack id (docs/format.md, "Merged packs").
+    The parts are either all the parts of one ``--part`` split (any order)
+    or separately built packs (joined in the order given) sharing one class
+    table.  Raises ValueError for parts that do not fit together (naming
+    the part), FileNotFoundError for a missing one.
+    """
+    summary = _core.merge([_fsencode(p) for p in parts], _fsencode(dst))
+    summary["manifest"] = os.fsdecode(summary["manifest"])
+    return summary  # type: ignore[return-value]
+
+
+def _fsencode(path: PathLike) -> bytes:
+    return os.fsencode(os.fspath(path))
+
+
+def _build_part(src: str, dst: str, part: int, parts: int, options: Dict[str, Any]) -> BuildSummary:
+    """One part of ``build(parts=N)``, run on an executor's worker."""
+    return build(src, dst, parts=parts, part=part, progress=False, **options)
+
+
+def _build_in_parts(src: PathLike, dst: PathLike, parts: int,
+                    executor: Optional[concurrent.futures.Executor],
+                    progress: Union[bool, ProgressFn], **options: Any) -> Dict[str, Any]:
+    import time
+
+    started = time.monotonic()
+    src_s = os.path.abspath(os.fsdecode(os.fspath(src)))
+    dst_s = os.path.abspath(os.fsdecode(os.fspath(dst)))
+    os.makedirs(dst_s, exist_ok=True)
+    if os.path.exists(os.path.join(dst_s, "index.ufs")):
+        raise ValueError(f"{dst_s}: holds a single pack (index.ufs); build in parts into a "
+                         "directory of its own")
+    work = tempfile.mkdtemp(prefix="parts-", dir=dst_s)
+    names = [os.path.join(work, f"part-{k:05d}") for k in range(parts)]
+    report: Optional[ProgressFn] = progress if callable(progress) else None
+    summaries: List[Optional[BuildSummary]] = [None] * parts
+    ok = False
+    try:
+        if executor is None:
+            for k in range(parts):
+                summaries[k] = _build_part(src_s, names[k], k, parts, options)
+                if report:
+                    report(k + 1, parts, 0, 0)
+        else:
+            futures = {executor.submit(_build_part, src_s, names[k], k, parts, options): k
+                       for k in range(parts)}
+            try:
+                done = 0
+                for f in concurrent.futures.as_completed(futures):
+                    k = futures[f]
+                    try:
+                        summaries[k] = f.result()
+                    except BaseException as e:
+                        e.add_note(f"while building part {k}/{parts} into {names[k]}")
+                        raise
+                    done += 1
+                    if report:
+                        report(done, parts, 0, 0)
+            finally:
+                for f in futures:
+                    f.cancel()
+                # Wait for what still runs, so nothing writes under `work`
+                # once it is removed.
+                concurrent.futures.wait(list(futures))
+        summary: Dict[str, Any] = dict(merge(names, dst_s))
+        ok = True
+    finally:
+        if not ok:
+            shutil.rmtree(work, ignore_errors=True)
+    # The new manifest is published: older parts directories are unused.
+    for entry in os.listdir(dst_s):
+        old = os.path.join(dst_s, entry)
+        if entry.startswith("parts-") and old != work and os.path.isdir(old):
+            shutil.rmtree(old, ignore_errors=True)
+    summary["part_summaries"] = summaries
+    summary["seconds"] = time.monotonic() - started
     return summary

@@ -15,9 +15,11 @@
 #include <utility>
 #include <vector>
 
+#include "merged.h"
 #include "ufspack/coding.h"
 #include "ufspack/file.h"
 #include "ufspack/format.h"
+#include "ufspack/manifest.h"
 #include "ufspack/parallel.h"
 #include "ufspack/text.h"
 
@@ -118,7 +120,8 @@ Status ResolvePackPath(const std::string& path, std::string* index_path,
     struct stat ist;
     if (::stat(index_path->c_str(), &ist) != 0) {
       return Status::NotFound(path + ": not a ufspack pack (no " +
-                              kIndexFileName + " in this directory)");
+                              kIndexFileName + " or " + kManifestFileName +
+                              " in this directory)");
     }
   } else {
     *index_path = path;
@@ -129,7 +132,9 @@ Status ResolvePackPath(const std::string& path, std::string* index_path,
 
 Reader::~Reader() = default;
 
-bool Reader::prefers_batches() const { return data_->prefers_batches(); }
+bool Reader::prefers_batches() const {
+  return parts_ ? parts_->remote : data_->prefers_batches();
+}
 
 namespace {
 
@@ -217,8 +222,52 @@ Status Reader::OpenCached(const std::string& path, const ReaderOptions& options,
   return Status::OK();
 }
 
+namespace {
+
+// Whether `path` names a merged pack, and its manifest: a manifest file, or
+// a local directory holding one.  (A URL prefix is tried as a single pack
+// first; see Reader::Open.)
+bool ManifestOf(const std::string& path, std::string* manifest) {
+  std::string base = path;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  const std::string suffix = std::string("/") + kManifestFileName;
+  if (base == kManifestFileName ||
+      (base.size() > suffix.size() &&
+       base.compare(base.size() - suffix.size(), suffix.size(), suffix) == 0)) {
+    *manifest = base;
+    return true;
+  }
+  if (IsUrl(path)) return false;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+  const std::string candidate = base + suffix;
+  if (::stat(candidate.c_str(), &st) != 0) return false;
+  *manifest = candidate;
+  return true;
+}
+
+}  // namespace
+
 Status Reader::Open(const std::string& path, const ReaderOptions& options,
                     std::unique_ptr<Reader>* reader) {
+  std::string manifest;
+  if (ManifestOf(path, &manifest)) {
+    return OpenMerged(manifest, options, reader);
+  }
+  if (IsUrl(path) && !options.cache) {
+    // A URL prefix may hold either kind: a single pack is tried first.
+    Status s = OpenSingle(path, options, reader);
+    if (!s.IsNotFound()) return s;
+    std::string base = path;
+    while (!base.empty() && base.back() == '/') base.pop_back();
+    Status m = OpenMerged(base + "/" + kManifestFileName, options, reader);
+    return m.IsNotFound() ? s : m;
+  }
+  return OpenSingle(path, options, reader);
+}
+
+Status Reader::OpenSingle(const std::string& path, const ReaderOptions& options,
+                          std::unique_ptr<Reader>* reader) {
   if (options.cache) return OpenCached(path, options, reader);
   std::string index_path, data_path;
   UFSPACK_RETURN_IF_ERROR(ResolvePackPath(path, &index_path, &data_path));
@@ -373,6 +422,7 @@ Status Reader::NameAt(uint64_t offset, uint64_t length,
 }
 
 Status Reader::GetRecord(uint64_t i, Record* record) const {
+  if (parts_) return MergedGetRecord(i, record);
   if (i >= info_.record_count) {
     return Status::OutOfRange(info_.index_path + ": record " +
                               std::to_string(i) + " out of range (pack has " +
@@ -469,6 +519,7 @@ Status Reader::GetClass(uint64_t c, ClassInfo* out) const {
 }
 
 Status Reader::Find(std::string_view name, uint64_t* index) const {
+  if (parts_) return MergedFind(name, index);
   const uint64_t slots = lookup_.size() / 4;
   if (slots == 0) {
     return Status::NotFound(info_.index_path + ": no record named '" +
@@ -508,6 +559,12 @@ Status Reader::Find(std::string_view name, uint64_t* index) const {
 // Reads the stored bytes of `r` into dst[0, r.stored_length) with one pread
 // and verifies the checksum.
 Status Reader::ReadStored(const Record& r, char* dst) const {
+  if (parts_) {
+    const Reader* part;
+    Record local = r;
+    UFSPACK_RETURN_IF_ERROR(PartFor(r.index, &part, &local.index));
+    return part->ReadStored(local, dst);
+  }
   if (cache_ && cache_->Lookup(r.index, r.stored_length, r.checksum, dst)) {
     return Status::OK();
   }
@@ -553,6 +610,7 @@ Status Reader::CheckStored(const Record& r, const char* dst, size_t got) const {
 // checksum).
 Status Reader::ReadStoredMany(const Record* records, char* const* dsts,
                               size_t count, int threads) const {
+  if (parts_) return MergedReadStoredMany(records, dsts, count, threads);
   std::vector<char> hit(count, 0);
   if (cache_) {
     auto lookup = [&](size_t k) {
@@ -770,6 +828,12 @@ Status DecodeZstdRecord(const std::string& data_name, const Record& r,
 // Reads and checksums the stored frame of zstd record `r` into a per-thread
 // buffer, then decodes it into `output`.
 Status Reader::ReadZstd(const Record& r, internal::ZstdOutput* output) const {
+  if (parts_) {
+    const Reader* part;
+    Record local = r;
+    UFSPACK_RETURN_IF_ERROR(PartFor(r.index, &part, &local.index));
+    return part->ReadZstd(local, output);
+  }
   std::string& scratch = ThreadScratch();
   if (scratch.size() < r.stored_length) scratch.resize(r.stored_length);
   UFSPACK_RETURN_IF_ERROR(ReadStored(r, scratch.data()));
@@ -864,7 +928,7 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, Batch* out,
     }
     claimed += records[k].original_length;
   }
-  if (data_->prefers_batches() && count > 1) {
+  if (prefers_batches() && count > 1) {
     Status s = ReadBatchMany(records, out, threads);
     if (!s.ok()) {
       out->data.clear();
@@ -945,7 +1009,7 @@ Status Reader::ReadMany(const Record* records, char* const* dsts, size_t count,
           "' is zstd-compressed; read it with Read(record, &string)");
     }
   }
-  if (data_->prefers_batches()) {
+  if (prefers_batches()) {
     return ReadStoredMany(records, dsts, count, threads);
   }
   if (threads <= 1 || count <= 1) {
@@ -971,6 +1035,7 @@ Status Reader::ReadMany(const Record* records, char* const* dsts, size_t count,
 
 Status Reader::ReadBatchMany(const std::vector<Record>& records, Batch* out,
                              int threads) const {
+  if (parts_) return MergedReadBatchMany(records, out, threads);
   const size_t count = records.size();
   std::vector<uint64_t> offsets(count + 1, 0);
   std::vector<char*> dsts(count);
@@ -1059,6 +1124,7 @@ Status Reader::GetMetadata(std::string_view key,
 }
 
 Status Reader::CheckIndex() const {
+  if (parts_) return MergedCheckIndex();
   const std::string& iname = info_.index_path;
   std::string_view bytes = index_->bytes();
   const uint64_t actual =

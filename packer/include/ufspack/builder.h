@@ -180,7 +180,34 @@ struct BuildOptions {
   // Polled; when it becomes true the build stops with Aborted and leaves
   // the output directory as it was.
   const std::atomic<bool>* cancel = nullptr;
+  // Build only part `part` (0-based) of a split of the source into `parts`
+  // (`ufspack build --part I/N`): every part job scans the whole tree and
+  // stats every file, splits the ImageFolder-ordered sample list into
+  // `parts` contiguous ranges of about equal bytes (SplitSamples), and packs
+  // its own range, with the whole class table, so that `ufspack merge` of
+  // the N parts is the pack a single build would give.  The part records
+  // the split in its metadata (kMetaPart, kMetaPartSplit, kMetaPartRange).
+  uint32_t part = 0;
+  uint32_t parts = 1;
 };
+
+// Metadata of a part built with BuildOptions::parts > 1:
+//   kMetaPart       "I/N"
+//   kMetaPartSplit  16 hex digits identifying the split: XXH3-64 of N, the
+//                   class names and every sample's name, label and size;
+//                   equal in every part of one split of one tree
+//   kMetaPartRange  "<first> <count> <total>": the part's samples are
+//                   [first, first + count) of the split's `total`
+inline constexpr char kMetaPart[] = "part";
+inline constexpr char kMetaPartSplit[] = "part_split";
+inline constexpr char kMetaPartRange[] = "part_range";
+
+// The split of BuildOptions::parts: boundaries b[0] = 0 <= b[1] <= ... <=
+// b[parts] = weights.size(), part i being samples [b[i], b[i+1]); b[i] is
+// the first sample whose preceding weights sum to at least i/parts of the
+// total.  A sample's weight is its size in bytes + 1.
+UFSPACK_EXPORT std::vector<uint64_t> SplitSamples(
+    const std::vector<uint64_t>& sizes, uint32_t parts);
 
 struct BuildSummary {
   std::string index_path;
@@ -194,6 +221,11 @@ struct BuildSummary {
   uint64_t bytes_out = 0;  // size of data.ufs
   uint64_t index_bytes = 0;
   double scan_seconds = 0;
+  // A part build: its samples [part_first, part_first + part_samples) of
+  // split_samples in the whole tree.
+  uint64_t part_first = 0;
+  uint64_t part_samples = 0;
+  uint64_t split_samples = 0;
   double seconds = 0;                 // whole build
   std::vector<std::string> warnings;  // at most kMaxWarnings, then a count
   static constexpr size_t kMaxWarnings = 1000;

@@ -122,11 +122,16 @@ struct PackInfo {
   uint64_t index_size = 0;
   bool flat = false;
   uint32_t optional_flags = 0;
+  // A merged pack (`ufspack merge`): the number of parts its manifest
+  // names; index_path is then the manifest, data_path is empty, and
+  // data_size and index_size are the parts' totals.  0 for a single pack.
+  uint64_t part_count = 0;
   ChecksumType checksum_type = ChecksumType::kXXH3_64;
 };
 
 namespace internal {
 class ZstdOutput;  // reader.cc
+struct PartSet;    // merged.h
 }  // namespace internal
 
 // Records read by ReadBatch(): all payloads in one buffer.
@@ -147,6 +152,16 @@ class UFSPACK_EXPORT Reader {
   // data.ufs) or the index file itself (data.ufs is then taken from the same
   // directory).  Errors: NotFound when the files are missing; Corruption for
   // a damaged or mismatched pair; NotSupported for a newer format.
+  //
+  // A merged pack (`ufspack merge`: a directory holding manifest.ufs, or
+  // the manifest itself) opens the same way and behaves as one pack over
+  // its parts, in the manifest's order.  Open() reads the manifest and the
+  // header of every part's index.ufs, and fails naming the part when one is
+  // missing or is not the pack that was merged (rebuilt: another pack id).
+  // A part's index is mapped and its data file opened on first use, so a
+  // process touches only the parts its records live in (and holds one
+  // file descriptor per part it touched).  Records, classes and Find() are
+  // global; errors from a part name the part's files.
   static Status Open(const std::string& path, const ReaderOptions& options,
                      std::unique_ptr<Reader>* reader);
 
@@ -277,6 +292,26 @@ class UFSPACK_EXPORT Reader {
   // The bounds-checked view of name pool bytes [offset, offset + length).
   Status NameAt(uint64_t offset, uint64_t length, std::string_view* name) const;
 
+  // Open() of a single pack (index.ufs + data.ufs).
+  static Status OpenSingle(const std::string& path,
+                           const ReaderOptions& options,
+                           std::unique_ptr<Reader>* reader);
+  // Merged packs (merged.cc).
+  static Status OpenMerged(const std::string& manifest_path,
+                           const ReaderOptions& options,
+                           std::unique_ptr<Reader>* reader);
+  // The part holding global record `i` (opened on first use) and the
+  // record's index within it.
+  Status PartFor(uint64_t i, const Reader** part, uint64_t* local) const;
+  Status OpenPart(size_t k, const Reader** part) const;
+  Status MergedGetRecord(uint64_t i, Record* record) const;
+  Status MergedFind(std::string_view name, uint64_t* index) const;
+  Status MergedCheckIndex() const;
+  Status MergedReadStoredMany(const Record* records, char* const* dsts,
+                              size_t count, int threads) const;
+  Status MergedReadBatchMany(const std::vector<Record>& records, Batch* out,
+                             int threads) const;
+
   ReaderOptions options_;
   PackInfo info_;
   uint64_t body_checksum_ = 0;  // IndexHeader.body_checksum
@@ -284,11 +319,14 @@ class UFSPACK_EXPORT Reader {
   std::unique_ptr<Region> index_;
   std::unique_ptr<RandomAccessFile> data_;
   std::unique_ptr<PackCache> cache_;  // options_.cache's view of this pack
-  std::string_view records_;          // record table bytes
-  std::string_view classes_;          // class table bytes
-  std::string_view lookup_;           // lookup slots
-  std::string_view names_;            // name pool
-  std::string_view meta_;             // metadata section
+  // A merged pack's parts; data_ and cache_ are then null, index_ is the
+  // manifest, and classes_, names_ and meta_ view its sections.
+  std::unique_ptr<internal::PartSet> parts_;
+  std::string_view records_;  // record table bytes
+  std::string_view classes_;  // class table bytes
+  std::string_view lookup_;   // lookup slots
+  std::string_view names_;    // name pool
+  std::string_view meta_;     // metadata section
 };
 
 // Resolves a pack path given to Reader::Open() into its two file paths.

@@ -1,0 +1,44 @@
+// Copyright 2026 The ufspack Authors.
+//
+// The parts of a merged pack, as the Reader holds them (reader/src/merged.cc
+// implements the Reader's merged-pack methods).  Private to the reader.
+//
+// Thread safety: a part is opened at most once (std::call_once), by the
+// first thread that needs it; every other field is immutable after Open().
+#ifndef UFSPACK_READER_SRC_MERGED_H_
+#define UFSPACK_READER_SRC_MERGED_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ufspack/manifest.h"
+#include "ufspack/reader.h"
+#include "ufspack/status.h"
+
+namespace ufspack {
+namespace internal {
+
+struct PartSlot {
+  std::string path;  // the part's directory, resolved
+  PartEntry entry;   // as the manifest gives it
+  std::once_flag once;
+  std::unique_ptr<Reader> reader;  // set by the first successful use
+  Status status;                   // of that first use
+};
+
+struct PartSet {
+  std::string manifest_path;
+  ReaderOptions options;  // each part is opened with these
+  bool remote = false;    // the parts are URLs
+  size_t count = 0;
+  std::unique_ptr<PartSlot[]> slots;
+  std::vector<uint64_t> firsts;  // slots[k].entry.first_record
+};
+
+}  // namespace internal
+}  // namespace ufspack
+
+#endif  // UFSPACK_READER_SRC_MERGED_H_

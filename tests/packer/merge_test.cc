@@ -1,0 +1,406 @@
+// Copyright 2026 The ufspack Authors.
+//
+// Building in parts (BuildOptions::parts), merging (MergePacks) and reading
+// merged packs (Reader over a manifest): a merge of N parts is the pack one
+// build gives (same records, order, labels, bytes, classes, lookups), and
+// missing, rebuilt, foreign or damaged pieces are refused by name.
+#include "ufspack/merge.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "testutil.h"
+#include "ufspack/builder.h"
+#include "ufspack/format.h"
+#include "ufspack/manifest.h"
+#include "ufspack/reader.h"
+
+namespace ufspack {
+namespace {
+
+using test::Contains;
+using test::FlipByte;
+using test::RandomBytes;
+using test::ReadFile;
+using test::RunCli;
+using test::TempDir;
+using test::WriteFile;
+
+// An ImageFolder tree: `classes` classes (one left empty of images when
+// `with_sparse_class`), nested directories, sizes from 0 to ~20 KB.
+void MakeTree(const std::string& root, int classes, int per_class,
+              uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  for (int c = 0; c < classes; ++c) {
+    const std::string cls = root + "/class" + std::to_string(c);
+    for (int k = 0; k < per_class; ++k) {
+      const std::string sub = k % 3 == 0 ? "/sub" + std::to_string(k % 2) : "";
+      const size_t size = k == 0 ? 0 : rng() % 20000;
+      WriteFile(cls + sub + "/img" + std::to_string(k) + ".jpg",
+                RandomBytes(size, rng()));
+    }
+  }
+}
+
+Status Build(const std::string& src, const std::string& out, uint32_t part,
+             uint32_t parts, bool flat = false) {
+  BuildOptions o;
+  o.part = part;
+  o.parts = parts;
+  o.scan.flat = flat;
+  o.scan.allow_empty = true;
+  o.threads = 4;
+  BuildSummary summary;
+  return BuildPack(src, out, o, &summary);
+}
+
+std::unique_ptr<Reader> Open(const std::string& path) {
+  std::unique_ptr<Reader> r;
+  Status s = Reader::Open(path, {}, &r);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return r;
+}
+
+// Every observable of `a` equals `b`'s: records (names, labels, lengths,
+// checksums, bytes), classes, lookups, batches.
+void ExpectSamePack(const Reader& a, const Reader& b) {
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_EQ(a.class_count(), b.class_count());
+  for (uint64_t c = 0; c < a.class_count(); ++c) {
+    ClassInfo x, y;
+    ASSERT_TRUE(a.GetClass(c, &x).ok());
+    ASSERT_TRUE(b.GetClass(c, &y).ok());
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.first_record, y.first_record) << "class " << c;
+    EXPECT_EQ(x.record_count, y.record_count) << "class " << c;
+  }
+  std::vector<uint64_t> all;
+  for (uint64_t i = 0; i < a.size(); ++i) {
+    Record x, y;
+    ASSERT_TRUE(a.GetRecord(i, &x).ok());
+    ASSERT_TRUE(b.GetRecord(i, &y).ok());
+    EXPECT_EQ(x.index, i);
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.label, y.label);
+    EXPECT_EQ(x.original_length, y.original_length);
+    EXPECT_EQ(x.checksum, y.checksum);
+    std::string bx, by;
+    ASSERT_TRUE(a.Read(i, &bx).ok());
+    ASSERT_TRUE(b.Read(i, &by).ok());
+    EXPECT_EQ(bx, by) << x.name;
+    uint64_t found = 0;
+    Status s = a.Find(x.name, &found);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(found, i);
+    all.push_back(i);
+  }
+  // A batch spanning every part, shuffled, on 1 and 4 threads.
+  std::shuffle(all.begin(), all.end(), std::mt19937_64(7));
+  for (int threads : {1, 4}) {
+    Batch ba, bb;
+    ASSERT_TRUE(a.ReadBatch(all.data(), all.size(), &ba, threads).ok());
+    ASSERT_TRUE(b.ReadBatch(all.data(), all.size(), &bb, threads).ok());
+    EXPECT_EQ(ba.data, bb.data);
+    EXPECT_EQ(ba.offsets, bb.offsets);
+  }
+  uint64_t found = 0;
+  EXPECT_TRUE(a.Find("class0/none.jpg", &found).IsNotFound());
+  EXPECT_TRUE(a.Find("nope", &found).IsNotFound());
+}
+
+TEST(SplitSamplesTest, ContiguousBalancedByBytes) {
+  std::vector<uint64_t> sizes = {100, 100, 100, 100, 1000, 0, 0, 100};
+  EXPECT_EQ(SplitSamples(sizes, 1), (std::vector<uint64_t>{0, 8}));
+  // Weights (size + 1): 101 x4, 1001, 1, 1, 101: total 1508.
+  EXPECT_EQ(SplitSamples(sizes, 2), (std::vector<uint64_t>{0, 5, 8}));
+  // More parts than samples: empty parts, still covering [0, n).
+  std::vector<uint64_t> b = SplitSamples({5, 5}, 5);
+  ASSERT_EQ(b.size(), 6u);
+  EXPECT_EQ(b.front(), 0u);
+  EXPECT_EQ(b.back(), 2u);
+  EXPECT_TRUE(std::is_sorted(b.begin(), b.end()));
+  EXPECT_EQ(SplitSamples({}, 3), (std::vector<uint64_t>{0, 0, 0, 0}));
+}
+
+TEST(MergeTest, PartsMergedEqualOneBuild) {
+  TempDir dir;
+  MakeTree(dir / "src", 5, 23, 1);
+  ASSERT_TRUE(Build(dir / "src", dir / "single", 0, 1).ok());
+  std::unique_ptr<Reader> single = Open(dir / "single");
+  for (uint32_t n : {1u, 2u, 3u, 7u, 200u}) {
+    SCOPED_TRACE("parts " + std::to_string(n));
+    std::vector<std::string> parts;
+    // Given in reverse: merge puts a split's parts in order.
+    for (uint32_t i = n; i-- > 0;) {
+      const std::string p =
+          dir / ("p" + std::to_string(n) + "/part" + std::to_string(i));
+      Status s = Build(dir / "src", p, i, n);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      parts.push_back(p);
+    }
+    const std::string out = dir / ("merged" + std::to_string(n));
+    MergeSummary summary;
+    Status s = MergePacks(parts, out, &summary);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(summary.parts, n);
+    EXPECT_EQ(summary.split, n > 1);
+    EXPECT_EQ(summary.records, single->size());
+    std::unique_ptr<Reader> merged = Open(out);
+    ASSERT_TRUE(merged);
+    EXPECT_EQ(merged->info().part_count, n);
+    ExpectSamePack(*merged, *single);
+    s = merged->CheckIndex();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    std::string_view root;
+    ASSERT_TRUE(merged->GetMetadata(kMetaSourceRoot, &root).ok());
+    EXPECT_EQ(root, dir / "src");
+    std::string_view v;
+    EXPECT_TRUE(merged->GetMetadata(kMetaPart, &v).IsNotFound());
+    // Opening the manifest file itself works too.
+    std::unique_ptr<Reader> by_file = Open(out + "/manifest.ufs");
+    ASSERT_TRUE(by_file);
+    EXPECT_EQ(by_file->info().pack_id, merged->info().pack_id);
+  }
+}
+
+TEST(MergeTest, FlatPacksAndSeparatelyBuiltPacks) {
+  TempDir dir;
+  MakeTree(dir / "src", 3, 10, 2);
+  ASSERT_TRUE(Build(dir / "src", dir / "single", 0, 1, true).ok());
+  std::vector<std::string> parts;
+  for (uint32_t i = 0; i < 4; ++i) {
+    parts.push_back(dir / ("part" + std::to_string(i)));
+    ASSERT_TRUE(Build(dir / "src", parts.back(), i, 4, true).ok());
+  }
+  MergeSummary summary;
+  ASSERT_TRUE(MergePacks(parts, dir / "merged", &summary).ok());
+  std::unique_ptr<Reader> merged = Open(dir / "merged");
+  std::unique_ptr<Reader> single = Open(dir / "single");
+  EXPECT_TRUE(merged->info().flat);
+  ExpectSamePack(*merged, *single);
+  EXPECT_TRUE(merged->CheckIndex().ok());
+}
+
+TEST(MergeTest, SeparatelyBuiltPacks) {
+  TempDir dir;
+  // x: class0/a, class1/c; y: class1/d only; z: class0/b only.
+  WriteFile(dir / "x/class0/a.jpg", "a");
+  WriteFile(dir / "x/class1/c.jpg", "c");
+  WriteFile(dir / "y/class1/d.jpg", "d");
+  test::MakeDirs(dir / "y/class0");
+  WriteFile(dir / "z/class0/b.jpg", "b");
+  test::MakeDirs(dir / "z/class1");
+  for (const char* t : {"x", "y", "z"}) {
+    ASSERT_TRUE(Build(dir / t, dir / (std::string("p") + t), 0, 1).ok());
+  }
+  MergeSummary summary;
+  // In the order given; class 1 continues from x into y.
+  ASSERT_TRUE(MergePacks({dir / "px", dir / "py"}, dir / "xy", &summary).ok());
+  EXPECT_FALSE(summary.split);
+  std::unique_ptr<Reader> xy = Open(dir / "xy");
+  ASSERT_EQ(xy->size(), 3u);
+  ClassInfo c1;
+  ASSERT_TRUE(xy->GetClass(1, &c1).ok());
+  EXPECT_EQ(c1.first_record, 1u);
+  EXPECT_EQ(c1.record_count, 2u);
+  std::string bytes;
+  ASSERT_TRUE(xy->Read(2, &bytes).ok());
+  EXPECT_EQ(bytes, "d");
+  EXPECT_TRUE(xy->CheckIndex().ok());
+  // x ends with class 1, z starts with class 0: not contiguous.
+  Status s = MergePacks({dir / "px", dir / "pz"}, dir / "xz", &summary);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_TRUE(Contains(s, "class order")) << s.ToString();
+  // The same name in two parts: merge takes it, verify finds it.
+  WriteFile(dir / "w/class1/c.jpg", "c again");
+  test::MakeDirs(dir / "w/class0");
+  ASSERT_TRUE(Build(dir / "w", dir / "pw", 0, 1).ok());
+  ASSERT_TRUE(MergePacks({dir / "px", dir / "pw"}, dir / "xw", &summary).ok());
+  s = Open(dir / "xw")->CheckIndex();
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(Contains(s, "the same name in two parts")) << s.ToString();
+  // Other class tables.
+  WriteFile(dir / "v/other/e.jpg", "e");
+  ASSERT_TRUE(Build(dir / "v", dir / "pv", 0, 1).ok());
+  s = MergePacks({dir / "px", dir / "pv"}, dir / "xv", &summary);
+  EXPECT_TRUE(Contains(s, "share one class table")) << s.ToString();
+}
+
+TEST(MergeTest, MissingRebuiltAndForeignPartsAreNamed) {
+  TempDir dir;
+  MakeTree(dir / "src", 4, 9, 5);
+  std::vector<std::string> parts;
+  for (uint32_t i = 0; i < 3; ++i) {
+    parts.push_back(dir / ("parts/p" + std::to_string(i)));
+    ASSERT_TRUE(Build(dir / "src", parts.back(), i, 3).ok());
+  }
+  MergeSummary summary;
+  // A part missing from the command line, or given twice.
+  Status s = MergePacks({parts[0], parts[2]}, dir / "m", &summary);
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_TRUE(Contains(s, "part 1/3 is missing")) << s.ToString();
+  s = MergePacks({parts[0], parts[1], parts[1], parts[2]}, dir / "m", &summary);
+  EXPECT_TRUE(Contains(s, "given twice")) << s.ToString();
+  // A part of another split of the same tree.
+  ASSERT_TRUE(Build(dir / "src", dir / "other", 1, 4).ok());
+  s = MergePacks({parts[0], dir / "other", parts[2]}, dir / "m", &summary);
+  EXPECT_TRUE(Contains(s, "different splits")) << s.ToString();
+  EXPECT_FALSE(test::Exists(dir / "m/manifest.ufs"));
+
+  ASSERT_TRUE(MergePacks(parts, dir / "m", &summary).ok());
+  // Missing at open: NotFound naming the part.
+  ASSERT_EQ(::rename(parts[1].c_str(), (parts[1] + ".moved").c_str()), 0);
+  std::unique_ptr<Reader> r;
+  s = Reader::Open(dir / "m", {}, &r);
+  EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+  EXPECT_TRUE(Contains(s, "part 1 (")) << s.ToString();
+  EXPECT_TRUE(Contains(s, "parts/p1")) << s.ToString();
+  ASSERT_EQ(::rename((parts[1] + ".moved").c_str(), parts[1].c_str()), 0);
+  ASSERT_TRUE(Reader::Open(dir / "m", {}, &r).ok());
+  // A reader opened before the part is rebuilt keeps its pack until it
+  // touches the part, then says which part changed.
+  ASSERT_TRUE(Build(dir / "src", parts[1], 1, 4).ok());  // other records
+  std::unique_ptr<Reader> again;
+  s = Reader::Open(dir / "m", {}, &again);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(Contains(s, "is not the part that was merged")) << s.ToString();
+  EXPECT_TRUE(Contains(s, "parts/p1")) << s.ToString();
+  Record rec;
+  s = r->GetRecord(r->size() - 1, &rec);  // part 2: as merged
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  const uint64_t in_part1 = Open(parts[0])->size();
+  s = r->GetRecord(in_part1, &rec);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(Contains(s, "part 1 (")) << s.ToString();
+  EXPECT_TRUE(Contains(s, "rebuilt or replaced")) << s.ToString();
+}
+
+TEST(MergeTest, DamagedManifestIsCorruption) {
+  TempDir dir;
+  MakeTree(dir / "src", 2, 5, 6);
+  std::vector<std::string> parts;
+  for (uint32_t i = 0; i < 2; ++i) {
+    parts.push_back(dir / ("p" + std::to_string(i)));
+    ASSERT_TRUE(Build(dir / "src", parts.back(), i, 2).ok());
+  }
+  MergeSummary summary;
+  ASSERT_TRUE(MergePacks(parts, dir / "m", &summary).ok());
+  const std::string manifest = dir / "m/manifest.ufs";
+  const std::string good = ReadFile(manifest);
+  // Every byte flipped, one at a time: never opens, never crashes.
+  for (uint64_t off = 0; off < good.size(); ++off) {
+    WriteFile(manifest, good);
+    FlipByte(manifest, off, 0x10);
+    std::unique_ptr<Reader> r;
+    Status s = Reader::Open(dir / "m", {}, &r);
+    EXPECT_FALSE(s.ok()) << "byte " << off;
+    EXPECT_TRUE(s.IsCorruption() || s.IsNotSupported()) << s.ToString();
+  }
+  // Truncated anywhere.
+  for (uint64_t len : {uint64_t{0}, uint64_t{7}, uint64_t{100},
+                       static_cast<uint64_t>(good.size() - 1)}) {
+    WriteFile(manifest, good.substr(0, len));
+    std::unique_ptr<Reader> r;
+    Status s = Reader::Open(dir / "m", {}, &r);
+    EXPECT_TRUE(s.IsCorruption()) << len << ": " << s.ToString();
+  }
+  WriteFile(manifest, good);
+  std::unique_ptr<Reader> r;
+  EXPECT_TRUE(Reader::Open(dir / "m", {}, &r).ok());
+}
+
+TEST(MergeTest, DirectoriesKeepOneKindOfPack) {
+  TempDir dir;
+  MakeTree(dir / "src", 2, 4, 7);
+  ASSERT_TRUE(Build(dir / "src", dir / "p0", 0, 2).ok());
+  ASSERT_TRUE(Build(dir / "src", dir / "p1", 1, 2).ok());
+  ASSERT_TRUE(Build(dir / "src", dir / "single", 0, 1).ok());
+  MergeSummary summary;
+  // Into a single pack's directory: refused.
+  Status s = MergePacks({dir / "p0", dir / "p1"}, dir / "single", &summary);
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_TRUE(Contains(s, "holds a single pack")) << s.ToString();
+  // Into a part: refused.
+  s = MergePacks({dir / "p0", dir / "p1"}, dir / "p1", &summary);
+  EXPECT_FALSE(s.ok());
+  // A build into a merged pack's directory: refused.
+  ASSERT_TRUE(MergePacks({dir / "p0", dir / "p1"}, dir / "m", &summary).ok());
+  s = Build(dir / "src", dir / "m", 0, 1);
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_TRUE(Contains(s, "holds a merged pack")) << s.ToString();
+  // A merged pack is not a part.
+  s = MergePacks({dir / "m"}, dir / "m2", &summary);
+  EXPECT_TRUE(Contains(s, "is a merged pack")) << s.ToString();
+  // Merging again replaces the manifest; readers of the old one go on.
+  std::unique_ptr<Reader> before = Open(dir / "m");
+  ASSERT_TRUE(MergePacks({dir / "p1", dir / "p0"}, dir / "m", &summary).ok());
+  EXPECT_EQ(before->size(), Open(dir / "m")->size());
+  EXPECT_EQ(test::PackTempFiles(dir / "m").size(), 0u);
+}
+
+TEST(JoinPartPathTest, LocalAndUrls) {
+  std::string out;
+  ASSERT_TRUE(JoinPartPath("/a/b", "../p/q", &out).ok());
+  EXPECT_EQ(out, "/a/b/../p/q");
+  ASSERT_TRUE(JoinPartPath("s3://bucket/x/merged", "../parts/p0", &out).ok());
+  EXPECT_EQ(out, "s3://bucket/x/parts/p0");
+  ASSERT_TRUE(JoinPartPath("https://h:9/d", "./p", &out).ok());
+  EXPECT_EQ(out, "https://h:9/d/p");
+  EXPECT_TRUE(
+      JoinPartPath("s3://bucket/x", "../../y", &out).IsInvalidArgument());
+  EXPECT_TRUE(JoinPartPath("/a", "/etc", &out).IsInvalidArgument());
+  EXPECT_TRUE(JoinPartPath("/a", "p//q", &out).IsInvalidArgument());
+  EXPECT_TRUE(JoinPartPath("/a", "", &out).IsInvalidArgument());
+}
+
+TEST(MergeCliTest, BuildPartsMergeAndRead) {
+  TempDir dir;
+  MakeTree(dir / "src", 3, 6, 8);
+  for (int i = 0; i < 3; ++i) {
+    test::CommandResult r =
+        RunCli({"build", dir / "src", "--part", std::to_string(i) + "/3", "-o",
+                dir / ("parts/p" + std::to_string(i)), "--no-progress"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(Contains(r.out, "part " + std::to_string(i) + "/3: samples"))
+        << r.out;
+  }
+  test::CommandResult bad =
+      RunCli({"build", dir / "src", "--part", "3/3", "-o", dir / "x"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(Contains(bad.err, "--part takes")) << bad.err;
+  test::CommandResult m =
+      RunCli({"merge", dir / "parts/p2", dir / "parts/p0", dir / "parts/p1",
+              "-o", dir / "merged", "--json"});
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  EXPECT_TRUE(Contains(m.out, "\"parts\":3,\"split\":true,\"records\":18"))
+      << m.out;
+  ASSERT_EQ(
+      RunCli({"build", dir / "src", "-o", dir / "single", "-q"}).exit_code, 0);
+  EXPECT_EQ(RunCli({"ls", dir / "merged"}).out,
+            RunCli({"ls", dir / "single"}).out);
+  EXPECT_EQ(RunCli({"cat", dir / "merged", "class2/img5.jpg"}).out,
+            ReadFile(dir / "src/class2/img5.jpg"));
+  test::CommandResult v = RunCli({"verify", dir / "merged"});
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+  test::CommandResult info = RunCli({"info", dir / "merged"});
+  EXPECT_TRUE(Contains(info.out, "parts:         3")) << info.out;
+  // A missing part: exit 1 naming it.
+  test::RemoveAll(dir / "parts/p1");
+  test::CommandResult gone = RunCli({"ls", dir / "merged"});
+  EXPECT_EQ(gone.exit_code, 1);
+  EXPECT_TRUE(Contains(gone.err, "parts/p1")) << gone.err;
+  test::CommandResult missing =
+      RunCli({"merge", dir / "parts/p0", dir / "parts/p2", "-o", dir / "m2"});
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_TRUE(Contains(missing.err, "part 1/3 is missing")) << missing.err;
+}
+
+}  // namespace
+}  // namespace ufspack
