@@ -867,6 +867,49 @@ py::dict Merge(const std::vector<py::bytes>& parts_in, const py::bytes& out) {
   return d;
 }
 
+py::dict Append(const py::bytes& pack, const py::bytes& dir, bool relabel,
+                int threads, bool skip_unreadable) {
+  AppendOptions o;
+  o.relabel = relabel;
+  o.build.threads = threads;
+  o.build.skip_unreadable = skip_unreadable;
+  std::atomic<bool> cancel{false};
+  o.build.cancel = &cancel;
+  bool interrupted = false;
+  o.build.progress = [&](const BuildProgress&) {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) {
+      interrupted = true;
+      cancel = true;
+    }
+  };
+  const std::string pack_s = pack, dir_s = dir;
+  AppendSummary summary;
+  Status s;
+  {
+    py::gil_scoped_release nogil;
+    s = AppendPack(pack_s, dir_s, o, &summary);
+  }
+  if (interrupted) throw py::error_already_set();
+  Check(s);
+  py::dict d;
+  d["manifest"] = py::bytes(summary.manifest_path);
+  d["part"] = py::bytes(summary.part_dir);
+  d["pack_id"] = summary.pack_id.ToHex();
+  d["appended"] = summary.appended;
+  d["records"] = summary.records;
+  d["new_classes"] = summary.new_classes;
+  d["relabeled_classes"] = summary.relabeled_classes;
+  d["kept"] = summary.kept;
+  d["parts"] = summary.parts;
+  d["segments"] = summary.segments;
+  d["seconds"] = summary.seconds;
+  py::list warnings;
+  for (const auto& w : summary.warnings) warnings.append(py::bytes(w));
+  d["warnings"] = warnings;
+  return d;
+}
+
 // UploadPack with Ctrl-C (or an error from `progress`) cancelling it,
 // re-raised afterwards.
 void UploadPackPy(const py::bytes& local, const std::string& url,
@@ -1181,6 +1224,10 @@ PYBIND11_MODULE(_core, m) {
         py::arg("allow_empty") = false, py::arg("skip_unreadable") = false,
         py::arg("progress") = nullptr, py::arg("part") = 0,
         py::arg("parts") = 1);
+  m.def("append", &Append, py::arg("pack"), py::arg("dir"),
+        py::arg("relabel") = false, py::arg("threads") = 32,
+        py::arg("skip_unreadable") = false,
+        "AppendPack: add the files of `dir` that `pack` lacks.");
   m.def("merge", &Merge, py::arg("parts"), py::arg("out"),
         "MergePacks: one pack over `parts` (manifest.ufs in `out`).");
 }

@@ -31,6 +31,7 @@ Commands:
   extract <pack> <dir>     recreate the original files under <dir>
   verify <pack>            check every record's checksum and the index
   merge <part>... -o <out> one pack over several (build --part i/n), no copying
+  append <pack> <dir>      add the files of <dir> that <pack> lacks, in place
   warmup <pack> --cache <dir>
                            copy a pack's records into a node-local cache
   cache stat <dir>         a cache directory's size, entries, hits, misses
@@ -56,6 +57,7 @@ const char* HelpFor(const std::string& command) {
   if (command == "extract") return kExtractHelp;
   if (command == "verify") return kVerifyHelp;
   if (command == "merge") return kMergeHelp;
+  if (command == "append") return kAppendHelp;
   if (command == "warmup") return kWarmupHelp;
   if (command == "cache") return kCacheHelp;
   if (command == "cache stat") return kCacheStatHelp;

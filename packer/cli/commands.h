@@ -32,6 +32,7 @@ int CmdCat(const Argv& args);
 int CmdExtract(const Argv& args);
 int CmdVerify(const Argv& args);
 int CmdMerge(const Argv& args);
+int CmdAppend(const Argv& args);
 int CmdWarmup(const Argv& args);
 // `ufspack cache stat|clear ...`.
 int CmdCache(const Argv& args);
@@ -44,6 +45,7 @@ extern const char kCatHelp[];
 extern const char kExtractHelp[];
 extern const char kVerifyHelp[];
 extern const char kMergeHelp[];
+extern const char kAppendHelp[];
 extern const char kWarmupHelp[];
 extern const char kCacheHelp[];
 extern const char kCacheStatHelp[];

@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
   if (cmd == "extract") return CmdExtract(args);
   if (cmd == "verify") return CmdVerify(args);
   if (cmd == "merge") return CmdMerge(args);
+  if (cmd == "append") return CmdAppend(args);
   if (cmd == "warmup") return CmdWarmup(args);
   if (cmd == "cache") return CmdCache(args);
   std::fprintf(stderr, "ufspack: unknown command '%s' (see 'ufspack --help')\n",

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "build_internal.h"
 #include "posix_io.h"
 #include "publish.h"
 #include "read_ahead.h"
@@ -496,6 +497,10 @@ void DropPackFiles(const std::string& src, const struct stat& src_st,
   }
 }
 
+}  // namespace
+
+namespace internal {
+
 // Declares the classes, and the metadata that says where the records came
 // from and how they were selected.
 Status DescribeSource(const ScanResult& scan, const BuildOptions& options,
@@ -518,6 +523,10 @@ Status DescribeSource(const ScanResult& scan, const BuildOptions& options,
   }
   return writer->SetMetadata(kMetaExtensions, selection);
 }
+
+}  // namespace internal
+
+namespace {
 
 // Keeps only part options.part of options.parts of the scanned samples
 // (BuildOptions::parts) and records the split in the pack's metadata.
@@ -810,13 +819,24 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
   summary->scan_seconds = SecondsSince(t0);
   if (Cancelled(options)) return Status::Aborted("interrupted");
   DropPackFiles(src, src_st, out_known ? &out_st : nullptr, &scan, summary);
-  UFSPACK_RETURN_IF_ERROR(DescribeSource(scan, options, writer.get()));
+  UFSPACK_RETURN_IF_ERROR(
+      internal::DescribeSource(scan, options, writer.get()));
   if (options.parts > 1) {
     UFSPACK_RETURN_IF_ERROR(SelectPart(options, &scan, writer.get(), summary));
   }
 
+  UFSPACK_RETURN_IF_ERROR(
+      internal::PackRecords(scan, options, writer.get(), summary));
+  summary->seconds = SecondsSince(t0);
+  return Status::OK();
+}
+
+namespace internal {
+
+Status PackRecords(const ScanResult& scan, const BuildOptions& options,
+                   PackWriter* writer, BuildSummary* summary) {
   ProgressReporter reporter(options, scan.entries.size());
-  Status s = AddRecords(scan, options, writer.get(), &reporter, summary);
+  Status s = AddRecords(scan, options, writer, &reporter, summary);
   // A writer-side failure may also be sticky without having been returned.
   if (s.ok()) s = writer->status();
   if (s.ok() && Cancelled(options)) s = Status::Aborted("interrupted");
@@ -827,8 +847,9 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
   UFSPACK_RETURN_IF_ERROR(writer->Finish(&summary->pack_id));
   reporter.Report(*writer);
   Summarize(scan, *writer, *reporter.progress(), summary);
-  summary->seconds = SecondsSince(t0);
   return Status::OK();
 }
+
+}  // namespace internal
 
 }  // namespace ufspack

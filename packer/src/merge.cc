@@ -2,7 +2,9 @@
 // See ufspack/merge.h and docs/format.md, "Merged packs".
 #include "ufspack/merge.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "build_internal.h"
 #include "posix_io.h"
 #include "publish.h"
 #include "ufspack/builder.h"
@@ -24,6 +27,7 @@
 #include "ufspack/format.h"
 #include "ufspack/manifest.h"
 #include "ufspack/reader.h"
+#include "ufspack/scan.h"
 #include "ufspack/text.h"
 
 namespace ufspack {
@@ -84,6 +88,11 @@ std::string RelativePath(const std::string& from, const std::string& to) {
     rel += b[k];
   }
   return rel.empty() ? "." : rel;
+}
+
+double SecondsSinceStart(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+      .count();
 }
 
 bool ParseU64(std::string_view s, uint64_t* v) {
@@ -356,9 +365,9 @@ Status MergePacks(const std::vector<std::string>& given,
     }
   }
 
-  // The manifest.
-  std::string strings, part_table, class_table, meta_bytes;
-  std::vector<PackId> ids;
+  // The manifest: one segment per non-empty part, in order.
+  ManifestContents contents;
+  contents.flat = facts[0].info.flat;
   uint64_t data_bytes = 0;
   for (size_t k = 0; k < facts.size(); ++k) {
     const PartFacts& f = facts[k];
@@ -367,67 +376,43 @@ Status MergePacks(const std::vector<std::string>& given,
                                      ": a part cannot be the merge's output "
                                      "directory");
     }
-    PartEntry e;
-    e.pack_id = f.info.pack_id;
-    e.record_count = f.info.record_count;
-    e.first_record = firsts[k];
-    e.data_size = f.info.data_size;
-    e.index_size = f.info.index_size;
-    const std::string rel = RelativePath(out_real, f.dir);
-    e.path_offset = strings.size();
-    e.path_length = static_cast<uint32_t>(rel.size());
-    strings += rel;
-    e.EncodeTo(&part_table);
-    ids.push_back(f.info.pack_id);
+    ManifestContents::Part p;
+    p.pack_id = f.info.pack_id;
+    p.record_count = f.info.record_count;
+    p.data_size = f.info.data_size;
+    p.index_size = f.info.index_size;
+    p.path = RelativePath(out_real, f.dir);
+    contents.parts.push_back(std::move(p));
+    if (f.info.record_count > 0) {
+      SegmentEntry g;
+      g.part = static_cast<uint32_t>(k);
+      g.first = 0;
+      g.count = f.info.record_count;
+      contents.segments.push_back(g);
+    }
     data_bytes += f.info.data_size;
   }
   for (size_t j = 0; j < classes.size(); ++j) {
-    ClassEntry e;
-    e.name_offset = strings.size();
-    e.name_length = static_cast<uint32_t>(classes[j].size());
-    e.first_record = class_first[j];
-    e.record_count = class_first[j + 1] - class_first[j];
-    strings += classes[j];
-    e.EncodeTo(&class_table);
+    contents.classes.push_back(
+        {classes[j], class_first[j], class_first[j + 1] - class_first[j]});
   }
-  std::map<std::string, std::string> meta = facts[0].meta;
-  for (auto it = meta.begin(); it != meta.end();) {
+  contents.meta = facts[0].meta;
+  for (auto it = contents.meta.begin(); it != contents.meta.end();) {
     bool keep = it->first != kMetaPart && it->first != kMetaPartSplit &&
                 it->first != kMetaPartRange;
     for (size_t k = 1; keep && k < facts.size(); ++k) {
       auto other = facts[k].meta.find(it->first);
       keep = other != facts[k].meta.end() && other->second == it->second;
     }
-    it = keep ? std::next(it) : meta.erase(it);
+    it = keep ? std::next(it) : contents.meta.erase(it);
   }
-  EncodeMetadata(meta, &meta_bytes);
-
-  ManifestHeader h;
-  h.optional_flags = facts[0].info.flat ? kOptionalFlagFlat : 0;
-  h.pack_id = MergedPackId(ids);
-  h.part_count = facts.size();
-  h.record_count = total;
-  h.class_count = classes.size();
-  uint64_t at = ManifestHeader::kEncodedLength;
-  auto place = [&](Section* s, const std::string& bytes) {
-    s->offset = at;
-    s->size = bytes.size();
-    at += bytes.size();
-  };
-  place(&h.parts, part_table);
-  place(&h.classes, class_table);
-  place(&h.strings, strings);
-  place(&h.meta, meta_bytes);
-  h.file_size = at;
-  std::string body = part_table + class_table + strings + meta_bytes;
-  h.body_checksum = Checksum64(body.data(), body.size());
   std::string bytes;
-  h.EncodeTo(&bytes);
-  bytes += body;
+  PackId pack_id;
+  EncodeManifest(contents, &bytes, &pack_id);
   UFSPACK_RETURN_IF_ERROR(PublishManifest(dir_fd, out_dir, bytes));
 
   summary->manifest_path = out_dir + "/" + kManifestFileName;
-  summary->pack_id = h.pack_id;
+  summary->pack_id = pack_id;
   summary->parts = facts.size();
   summary->records = total;
   summary->classes = classes.size();
@@ -437,6 +422,461 @@ Status MergePacks(const std::vector<std::string>& given,
   summary->seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
+  return Status::OK();
+}
+
+// --- AppendPack
+// ---------------------------------------------------------------
+
+namespace {
+
+int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) {
+  (void)::remove(path);
+  return 0;  // go on: remove what can be removed
+}
+
+void RemoveTree(const std::string& path) {
+  ::nftw(path.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+constexpr char kAppendPrefix[] = "append-";
+
+// Removes PACK/append-* directories that `referenced` does not name: parts
+// of appends that died before publishing their manifest.
+void RemoveStaleAppends(const std::string& pack_dir,
+                        const std::vector<std::string>& referenced) {
+  DIR* d = ::opendir(pack_dir.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> stale;
+  while (struct dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.rfind(kAppendPrefix, 0) != 0) continue;
+    if (std::find(referenced.begin(), referenced.end(), name) !=
+        referenced.end()) {
+      continue;
+    }
+    stale.push_back(name);
+  }
+  ::closedir(d);
+  for (const std::string& name : stale) RemoveTree(pack_dir + "/" + name);
+}
+
+// The pack's structure as a manifest would list it: its parts (a single
+// pack is one part, ".", the directory itself) and segments.
+Status BaseContents(const std::string& pack_dir, const Reader& base,
+                    ManifestContents* out, std::vector<uint64_t>* starts) {
+  if (base.info().part_count == 0) {
+    ManifestContents::Part p;
+    p.pack_id = base.info().pack_id;
+    p.record_count = base.size();
+    p.data_size = base.info().data_size;
+    p.index_size = base.info().index_size;
+    p.path = ".";
+    out->parts.push_back(std::move(p));
+    if (base.size() > 0) {
+      out->segments.push_back(SegmentEntry{0, 0, base.size()});
+      starts->push_back(0);
+    }
+    return Status::OK();
+  }
+  std::unique_ptr<Region> region;
+  UFSPACK_RETURN_IF_ERROR(
+      LoadFile(pack_dir + "/" + kManifestFileName, &region));
+  Manifest m;
+  UFSPACK_RETURN_IF_ERROR(DecodeManifest(region->bytes(), region->name(), &m));
+  if (m.header.pack_id != base.info().pack_id) {
+    return Status::Aborted(region->name() + ": replaced while appending");
+  }
+  for (size_t k = 0; k < m.parts.size(); ++k) {
+    const PartEntry& e = m.parts[k];
+    ManifestContents::Part p;
+    p.pack_id = e.pack_id;
+    p.record_count = e.record_count;
+    p.data_size = e.data_size;
+    p.index_size = e.index_size;
+    p.path = std::string(m.part_paths[k]);
+    for (uint32_t c = 0; c < e.label_map_length; ++c) {
+      p.label_map.push_back(m.GlobalLabel(k, c));
+    }
+    out->parts.push_back(std::move(p));
+  }
+  out->segments = m.segments;
+  *starts = m.segment_starts;
+  return Status::OK();
+}
+
+// Merges two class lists sorted in Python's order into their sorted union.
+std::vector<std::string> UnionClasses(const std::vector<std::string>& a,
+                                      const std::vector<std::string>& b) {
+  std::vector<std::string> out;
+  size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    if (j == b.size() || (i < a.size() && PyFsLess(a[i], b[j]))) {
+      out.push_back(a[i++]);
+    } else if (i == a.size() || PyFsLess(b[j], a[i])) {
+      out.push_back(b[j++]);
+    } else {
+      out.push_back(a[i++]);
+      ++j;
+    }
+  }
+  return out;
+}
+
+uint32_t IndexIn(const std::vector<std::string>& sorted,
+                 const std::string& name) {
+  return static_cast<uint32_t>(
+      std::lower_bound(sorted.begin(), sorted.end(), name, PyFsLess) -
+      sorted.begin());
+}
+
+// Appends run (part, first, count) to `segments`, extending the last one
+// when it continues it.
+void PushRun(std::vector<SegmentEntry>* segments, uint32_t part, uint64_t first,
+             uint64_t count) {
+  if (count == 0) return;
+  if (!segments->empty()) {
+    SegmentEntry& last = segments->back();
+    if (last.part == part && last.first + last.count == first) {
+      last.count += count;
+      return;
+    }
+  }
+  segments->push_back(SegmentEntry{part, first, count});
+}
+
+}  // namespace
+
+Status AppendPack(const std::string& pack_in, const std::string& dir,
+                  const AppendOptions& options, AppendSummary* summary) {
+  const auto t0 = std::chrono::steady_clock::now();
+  *summary = AppendSummary();
+  if (IsUrl(pack_in)) {
+    return Status::InvalidArgument(pack_in +
+                                   ": append takes a local pack (append "
+                                   "locally, then upload)");
+  }
+  std::string pack_dir = pack_in;
+  while (pack_dir.size() > 1 && pack_dir.back() == '/') pack_dir.pop_back();
+  struct stat st;
+  if (::stat(pack_dir.c_str(), &st) != 0) {
+    return Status::FromErrno(pack_dir, errno);
+  }
+  if (!S_ISDIR(st.st_mode)) pack_dir = DirName(pack_dir);  // index/manifest
+  if (::stat(dir.c_str(), &st) != 0) return Status::FromErrno(dir, errno);
+  if (!S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument(dir + ": not a directory");
+  }
+
+  int dir_fd = -1;
+  bool locked = false;
+  UFSPACK_RETURN_IF_ERROR(internal::LockPackDir(pack_dir, &dir_fd, &locked));
+  struct DirCloser {
+    int fd;
+    ~DirCloser() { ::close(fd); }
+  } closer{dir_fd};
+  if (locked) internal::RecoverPackDir(dir_fd);
+  struct stat pack_st;
+  if (::fstat(dir_fd, &pack_st) != 0) return Status::FromErrno(pack_dir, errno);
+
+  std::unique_ptr<Reader> base;
+  UFSPACK_RETURN_IF_ERROR(Reader::Open(pack_dir, {}, &base));
+  const bool flat = base->info().flat;
+  ManifestContents contents;
+  std::vector<uint64_t> base_starts;
+  UFSPACK_RETURN_IF_ERROR(
+      BaseContents(pack_dir, *base, &contents, &base_starts));
+  std::vector<std::string> referenced;
+  for (const auto& p : contents.parts) referenced.push_back(p.path);
+  RemoveStaleAppends(pack_dir, referenced);
+
+  // The tree, selected as the pack was.
+  ScanOptions so;
+  so.flat = flat;
+  so.allow_empty = true;
+  so.skip_unreadable = options.build.skip_unreadable;
+  so.exclude_dev = pack_st.st_dev;
+  so.exclude_ino = pack_st.st_ino;
+  std::string_view selection;
+  if (base->GetMetadata(kMetaExtensions, &selection).ok()) {
+    if (selection == "*") {
+      so.all_files = true;
+    } else {
+      so.extensions.clear();
+      size_t start = 0;
+      while (start <= selection.size()) {
+        size_t comma = selection.find(',', start);
+        if (comma == std::string_view::npos) comma = selection.size();
+        if (comma > start) {
+          so.extensions.emplace_back(selection.substr(start, comma - start));
+        }
+        start = comma + 1;
+      }
+    }
+  }
+  ScanResult scan;
+  UFSPACK_RETURN_IF_ERROR(ScanTree(dir, so, &scan));
+  for (const std::string& w : scan.warnings) summary->warnings.push_back(w);
+
+  // Classes: the union in ImageFolder's order.  A class directory of the
+  // tree with no file in it is not a new class (ImageFolder refuses it).
+  std::vector<std::string> base_classes;
+  for (uint64_t c = 0; c < base->class_count(); ++c) {
+    ClassInfo ci;
+    UFSPACK_RETURN_IF_ERROR(base->GetClass(c, &ci));
+    base_classes.emplace_back(ci.name);
+  }
+  std::vector<char> has_files(scan.classes.size(), 0);
+  for (const ScanEntry& e : scan.entries) {
+    if (!flat) has_files[e.label] = 1;
+  }
+  std::vector<std::string> tree_classes;
+  for (size_t c = 0; c < scan.classes.size(); ++c) {
+    if (has_files[c]) {
+      tree_classes.push_back(scan.classes[c]);
+    } else if (!std::binary_search(base_classes.begin(), base_classes.end(),
+                                   scan.classes[c], PyFsLess)) {
+      summary->warnings.push_back(dir + "/" + scan.classes[c] +
+                                  ": no file to pack; not a new class");
+    }
+  }
+  const std::vector<std::string> classes =
+      UnionClasses(base_classes, tree_classes);
+  std::vector<uint32_t> base_map(base_classes.size());
+  std::string moved;
+  for (size_t c = 0; c < base_classes.size(); ++c) {
+    base_map[c] = IndexIn(classes, base_classes[c]);
+    if (base_map[c] != c) {
+      if (summary->relabeled_classes++ == 0) {
+        moved = "'" + base_classes[c] + "' " + std::to_string(c) + " -> " +
+                std::to_string(base_map[c]);
+      }
+    }
+  }
+  summary->new_classes = classes.size() - base_classes.size();
+  if (summary->relabeled_classes > 0 && !options.relabel) {
+    std::string first_new;
+    for (const std::string& c : classes) {
+      if (IndexIn(base_classes, c) == base_classes.size() ||
+          base_classes[IndexIn(base_classes, c)] != c) {
+        first_new = c;
+        break;
+      }
+    }
+    return Status::InvalidArgument(
+        dir + ": new class '" + first_new +
+        "' sorts before existing classes: appending it would change the "
+        "labels of " +
+        std::to_string(summary->relabeled_classes) + " existing classes (" +
+        moved +
+        ", as ImageFolder on the grown tree labels them).  Pass --relabel "
+        "to accept that (models trained on the old labels no longer match), "
+        "or name new classes so that they sort after '" +
+        (base_classes.empty() ? std::string() : base_classes.back()) + "'");
+  }
+
+  // Which files are new.  The pack's records found under `dir` must come
+  // in the pack's order (both are ImageFolder orders).
+  const uint64_t n = base->size();
+  std::vector<int64_t> in_base(scan.entries.size(), -1);
+  ScanResult delta;
+  delta.root = scan.root;
+  delta.classes = flat ? std::vector<std::string>() : classes;
+  int64_t last = -1;
+  for (size_t k = 0; k < scan.entries.size(); ++k) {
+    const ScanEntry& e = scan.entries[k];
+    uint64_t found = 0;
+    Status s = base->Find(e.name, &found);
+    if (s.ok()) {
+      if (static_cast<int64_t>(found) <= last) {
+        return Status::InvalidArgument(
+            dir + ": '" + e.name + "' is record " + std::to_string(found) +
+            " of the pack, out of the order of " + dir +
+            " (was the pack built from another tree or with other "
+            "options?); rebuild instead");
+      }
+      in_base[k] = last = static_cast<int64_t>(found);
+    } else if (s.IsNotFound()) {
+      ScanEntry d = e;
+      if (!flat) d.label = IndexIn(classes, scan.classes[e.label]);
+      delta.entries.push_back(std::move(d));
+    } else {
+      return s;
+    }
+  }
+  summary->records = n;
+  summary->parts = contents.parts.size();
+  summary->segments = contents.segments.size();
+  summary->manifest_path =
+      base->info().part_count > 0 ? pack_dir + "/" + kManifestFileName : "";
+  summary->pack_id = base->info().pack_id;
+  if (delta.entries.empty()) {
+    summary->seconds = SecondsSinceStart(t0);
+    return Status::OK();  // nothing to append
+  }
+
+  // The new part.
+  std::string part_dir = pack_dir + "/" + kAppendPrefix + "XXXXXX";
+  if (::mkdtemp(part_dir.data()) == nullptr) {
+    return Status::FromErrno(part_dir, errno);
+  }
+  bool published = false;
+  struct PartRemover {
+    const std::string& dir;
+    const bool& keep;
+    ~PartRemover() {
+      if (!keep) RemoveTree(dir);
+    }
+  } remover{part_dir, published};
+  BuildOptions bo = options.build;
+  bo.scan = so;
+  bo.writer.flat = flat;
+  bo.part = 0;
+  bo.parts = 1;
+  if (bo.threads < 1) bo.threads = 1;
+  std::unique_ptr<PackWriter> writer;
+  UFSPACK_RETURN_IF_ERROR(PackWriter::Create(part_dir, bo.writer, &writer));
+  UFSPACK_RETURN_IF_ERROR(internal::DescribeSource(delta, bo, writer.get()));
+  BuildSummary built;
+  UFSPACK_RETURN_IF_ERROR(
+      internal::PackRecords(delta, bo, writer.get(), &built));
+  writer.reset();
+  for (const std::string& w : built.warnings) summary->warnings.push_back(w);
+  std::unique_ptr<Reader> added;
+  UFSPACK_RETURN_IF_ERROR(Reader::Open(part_dir, {}, &added));
+  const uint32_t delta_part = static_cast<uint32_t>(contents.parts.size());
+  {
+    ManifestContents::Part p;
+    p.pack_id = added->info().pack_id;
+    p.record_count = added->size();
+    p.data_size = added->info().data_size;
+    p.index_size = added->info().index_size;
+    p.path = part_dir.substr(pack_dir.size() + 1);
+    contents.parts.push_back(std::move(p));
+  }
+  // Records skipped as unreadable are not in the part: map names to the
+  // part's records.
+  std::vector<int64_t> delta_index;  // per scan entry that is new
+  {
+    uint64_t j = 0;
+    for (const ScanEntry& e : delta.entries) {
+      uint64_t found = 0;
+      if (j < added->size() && added->Find(e.name, &found).ok()) {
+        delta_index.push_back(static_cast<int64_t>(found));
+        j = found + 1;
+      } else {
+        delta_index.push_back(-1);
+      }
+    }
+  }
+
+  // The order: the tree's, with the pack's records no longer under `dir`
+  // kept after the record before them (and before any new record of a
+  // later class).
+  std::vector<SegmentEntry> segments;
+  auto emit_base = [&](uint64_t lo, uint64_t hi) {
+    if (lo >= hi) return;
+    size_t s = static_cast<size_t>(
+        std::upper_bound(base_starts.begin(), base_starts.end(), lo) -
+        base_starts.begin() - 1);
+    while (lo < hi) {
+      const SegmentEntry& g = contents.segments[s];
+      const uint64_t off = lo - base_starts[s];
+      const uint64_t take = std::min(hi - lo, g.count - off);
+      PushRun(&segments, g.part, g.first + off, take);
+      lo += take;
+      ++s;
+    }
+  };
+  uint64_t next = 0;  // the first record of the pack not yet placed
+  size_t j = 0;       // new entries placed
+  for (size_t k = 0; k < scan.entries.size(); ++k) {
+    if (in_base[k] >= 0) {
+      const uint64_t b = static_cast<uint64_t>(in_base[k]);
+      summary->kept += b - next;
+      emit_base(next, b + 1);
+      next = b + 1;
+      continue;
+    }
+    const int64_t d = delta_index[j];
+    const uint32_t label = delta.entries[j].label;
+    ++j;
+    if (d < 0) continue;  // skipped while reading
+    if (!flat) {
+      while (next < n) {
+        Record r;
+        UFSPACK_RETURN_IF_ERROR(base->GetRecord(next, &r));
+        if (base_map[r.label] >= label) break;
+        emit_base(next, next + 1);
+        ++summary->kept;
+        ++next;
+      }
+    }
+    PushRun(&segments, delta_part, static_cast<uint64_t>(d), 1);
+  }
+  summary->kept += n - next;
+  emit_base(next, n);
+
+  // Labels of the old parts in the new class table (an identity map is
+  // implicit only when the part has every class).
+  if (classes.size() != base_classes.size()) {
+    for (size_t k = 0; k < delta_part; ++k) {
+      ManifestContents::Part& p = contents.parts[k];
+      if (p.label_map.empty()) {
+        p.label_map = base_map;
+      } else {
+        for (uint32_t& g : p.label_map) g = base_map[g];
+      }
+    }
+  }
+  // Class ranges: the order above keeps each class's records together.
+  std::vector<uint64_t> counts(classes.size(), 0);
+  for (uint64_t c = 0; c < base_classes.size(); ++c) {
+    ClassInfo ci;
+    UFSPACK_RETURN_IF_ERROR(base->GetClass(c, &ci));
+    counts[base_map[c]] += ci.record_count;
+  }
+  for (uint64_t c = 0; c < added->class_count(); ++c) {
+    ClassInfo ci;
+    UFSPACK_RETURN_IF_ERROR(added->GetClass(c, &ci));
+    counts[c] += ci.record_count;
+  }
+  uint64_t first = 0;
+  for (size_t c = 0; c < classes.size(); ++c) {
+    contents.classes.push_back({classes[c], first, counts[c]});
+    first += counts[c];
+  }
+  contents.flat = flat;
+  contents.segments = std::move(segments);
+  std::vector<std::pair<std::string_view, std::string_view>> meta;
+  UFSPACK_RETURN_IF_ERROR(base->ListMetadata(&meta));
+  for (const auto& [k, v] : meta) contents.meta.emplace(k, v);
+  auto root = contents.meta.find(kMetaSourceRoot);
+  if (root != contents.meta.end()) {
+    std::string a, b;
+    if (!RealDir(root->second, &a).ok() || !RealDir(dir, &b).ok() || a != b) {
+      summary->warnings.push_back(
+          dir + ": not the directory the pack was built from (" + root->second +
+          "); the merged pack records no source_root (MyImageFolder's "
+          "samples then hold names relative to the tree)");
+      contents.meta.erase(root);
+    }
+  }
+
+  std::string bytes;
+  PackId pack_id;
+  EncodeManifest(contents, &bytes, &pack_id);
+  UFSPACK_RETURN_IF_ERROR(PublishManifest(dir_fd, pack_dir, bytes));
+  published = true;
+
+  summary->manifest_path = pack_dir + "/" + kManifestFileName;
+  summary->part_dir = part_dir;
+  summary->pack_id = pack_id;
+  summary->appended = added->size();
+  summary->records = n + added->size();
+  summary->parts = contents.parts.size();
+  summary->segments = contents.segments.size();
+  summary->seconds = SecondsSinceStart(t0);
   return Status::OK();
 }
 

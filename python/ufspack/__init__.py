@@ -17,13 +17,14 @@ from ufspack._core import CorruptPackError, __version__
 from ufspack.cache import Cache, CacheTierStats
 from ufspack.dataset import IMG_EXTENSIONS, BadSampleWarning, MyImageFolder, skip_none_collate
 from ufspack.pack import Pack, PackInfo, RecordInfo
-from ufspack.packing import BuildSummary, MergeSummary, build, merge
+from ufspack.packing import AppendSummary, BuildSummary, MergeSummary, append, build, merge
 
 # The drop-in under torchvision's name: `from ufspack import ImageFolder`.
 ImageFolder = MyImageFolder
 
 __all__ = [
     "BadSampleWarning",
+    "AppendSummary",
     "BuildSummary",
     "MergeSummary",
     "Cache",
@@ -36,6 +37,7 @@ __all__ = [
     "PackInfo",
     "RecordInfo",
     "__version__",
+    "append",
     "build",
     "merge",
     "skip_none_collate",

@@ -206,6 +206,46 @@ def merge(parts: Sequence[PathLike], dst: PathLike) -> MergeSummary:
     return summary  # type: ignore[return-value]
 
 
+class AppendSummary(TypedDict):
+    """What ``ufspack.append`` returns."""
+
+    manifest: str
+    part: str  # the new part's directory; "" when nothing was appended
+    pack_id: str
+    appended: int
+    records: int
+    new_classes: int
+    relabeled_classes: int
+    kept: int  # records whose files are gone from the tree, kept
+    parts: int
+    segments: int
+    seconds: float
+    warnings: List[str]
+
+
+def append(pack: PathLike, src: PathLike, *, relabel: bool = False, threads: int = 32,
+           skip_unreadable: bool = False) -> AppendSummary:
+    """Adds the files of the ImageFolder tree ``src`` that ``pack`` lacks
+    (``ufspack append``; docs/scale.md).
+
+    Nothing the pack holds is rewritten: the new files become a new part,
+    ``pack/append-XXXXXX``, and ``pack/manifest.ufs`` lists the records in
+    ImageFolder's order of ``src``, so ``MyImageFolder(pack)`` then equals
+    ``ImageFolder(src)`` (records whose files are gone stay in place).  A
+    new class sorting before an existing one changes existing labels: that
+    raises ValueError naming the classes unless ``relabel=True``.  Crash-safe:
+    the manifest is replaced last, by rename.  Returns ``appended`` (0 when
+    every file was already packed), ``records``, ``new_classes``,
+    ``relabeled_classes``, ``kept``, ``parts``, ``segments``, ``seconds``.
+    """
+    summary = _core.append(_fsencode(pack), _fsencode(src), relabel=relabel, threads=threads,
+                           skip_unreadable=skip_unreadable)
+    summary["manifest"] = os.fsdecode(summary["manifest"])
+    summary["part"] = os.fsdecode(summary["part"])
+    summary["warnings"] = [os.fsdecode(w) for w in summary["warnings"]]
+    return summary  # type: ignore[return-value]
+
+
 def _fsencode(path: PathLike) -> bytes:
     return os.fsencode(os.fspath(path))
 

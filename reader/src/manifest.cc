@@ -2,8 +2,10 @@
 // See docs/format.md, "Merged packs".
 #include "ufspack/manifest.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ufspack/coding.h"
@@ -13,9 +15,11 @@
 namespace ufspack {
 namespace {
 
-static_assert(ManifestHeader::kEncodedLength == 160,
+static_assert(ManifestHeader::kEncodedLength == 200,
               "docs/format.md: manifest header");
 static_assert(PartEntry::kEncodedLength == 64, "docs/format.md: part entry");
+static_assert(SegmentEntry::kEncodedLength == 24,
+              "docs/format.md: segment entry");
 
 bool AllZero(const char* p, size_t n) {
   for (size_t i = 0; i < n; ++i) {
@@ -24,19 +28,25 @@ bool AllZero(const char* p, size_t n) {
   return true;
 }
 
+std::string Short(const char* what, size_t want, size_t got) {
+  return std::string(what) + " needs " + std::to_string(want) +
+         " bytes, found " + std::to_string(got);
+}
+
 }  // namespace
 
 // --- ManifestHeader
 // -----------------------------------------------------------
-//   0  8  magic            64  8  file_size
-//   8  4  version          72 16  parts (offset, size)
-//  12  4  required_flags   88 16  classes
-//  16  4  optional_flags  104 16  strings
-//  20  4  reserved (0)    120 16  meta
-//  24 16  pack_id         136  8  body_checksum
-//  40  8  part_count      144  8  reserved (0)
-//  48  8  record_count    152  8  header_checksum of [0, 152)
-//  56  8  class_count
+//   0  8  magic            72  8  file_size
+//   8  4  version          80 16  parts (offset, size)
+//  12  4  required_flags   96 16  segments
+//  16  4  optional_flags  112 16  classes
+//  20  4  reserved (0)    128 16  label_maps
+//  24 16  pack_id         144 16  strings
+//  40  8  part_count      160 16  meta
+//  48  8  segment_count   176  8  body_checksum
+//  56  8  record_count    184  8  reserved (0)
+//  64  8  class_count     192  8  header_checksum of [0, 192)
 
 void ManifestHeader::EncodeTo(std::string* dst) const {
   char buf[kEncodedLength] = {};
@@ -46,13 +56,15 @@ void ManifestHeader::EncodeTo(std::string* dst) const {
   EncodeFixed32(buf + 16, optional_flags);
   std::memcpy(buf + 24, pack_id.bytes.data(), 16);
   EncodeFixed64(buf + 40, part_count);
-  EncodeFixed64(buf + 48, record_count);
-  EncodeFixed64(buf + 56, class_count);
-  EncodeFixed64(buf + 64, file_size);
-  const Section* sections[4] = {&parts, &classes, &strings, &meta};
-  for (int i = 0; i < 4; ++i) {
-    EncodeFixed64(buf + 72 + 16 * i, sections[i]->offset);
-    EncodeFixed64(buf + 80 + 16 * i, sections[i]->size);
+  EncodeFixed64(buf + 48, segment_count);
+  EncodeFixed64(buf + 56, record_count);
+  EncodeFixed64(buf + 64, class_count);
+  EncodeFixed64(buf + 72, file_size);
+  const Section* sections[6] = {&parts,      &segments, &classes,
+                                &label_maps, &strings,  &meta};
+  for (int i = 0; i < 6; ++i) {
+    EncodeFixed64(buf + 80 + 16 * i, sections[i]->offset);
+    EncodeFixed64(buf + 88 + 16 * i, sections[i]->size);
   }
   EncodeFixed64(buf + kBodyChecksumOffset, body_checksum);
   EncodeFixed64(buf + kHeaderChecksumOffset,
@@ -65,9 +77,9 @@ Status ManifestHeader::DecodeFrom(std::string_view* input) {
     return Status::Corruption("not a ufspack manifest (bad magic)");
   }
   if (input->size() < kEncodedLength) {
-    return Status::Corruption("truncated: manifest header needs " +
-                              std::to_string(kEncodedLength) +
-                              " bytes, found " + std::to_string(input->size()));
+    return Status::Corruption("truncated: " + Short("manifest header",
+                                                    kEncodedLength,
+                                                    input->size()));
   }
   const char* p = input->data();
   version = DecodeFixed32(p + 8);
@@ -89,31 +101,28 @@ Status ManifestHeader::DecodeFrom(std::string_view* input) {
                                 " this build does not know");
   }
   optional_flags = DecodeFixed32(p + 16);
-  if (!AllZero(p + 20, 4) || !AllZero(p + 144, 8)) {
+  if (!AllZero(p + 20, 4) || !AllZero(p + 184, 8)) {
     return Status::Corruption("manifest header: reserved bytes are not zero");
   }
   std::memcpy(pack_id.bytes.data(), p + 24, 16);
   part_count = DecodeFixed64(p + 40);
-  record_count = DecodeFixed64(p + 48);
-  class_count = DecodeFixed64(p + 56);
-  file_size = DecodeFixed64(p + 64);
-  Section* sections[4] = {&parts, &classes, &strings, &meta};
-  for (int i = 0; i < 4; ++i) {
-    sections[i]->offset = DecodeFixed64(p + 72 + 16 * i);
-    sections[i]->size = DecodeFixed64(p + 80 + 16 * i);
+  segment_count = DecodeFixed64(p + 48);
+  record_count = DecodeFixed64(p + 56);
+  class_count = DecodeFixed64(p + 64);
+  file_size = DecodeFixed64(p + 72);
+  Section* sections[6] = {&parts,      &segments, &classes,
+                          &label_maps, &strings,  &meta};
+  for (int i = 0; i < 6; ++i) {
+    sections[i]->offset = DecodeFixed64(p + 80 + 16 * i);
+    sections[i]->size = DecodeFixed64(p + 88 + 16 * i);
   }
   body_checksum = DecodeFixed64(p + kBodyChecksumOffset);
 
-  // Layout: the four sections follow the header in this order, with no
-  // gaps, and the last ends at file_size.
-  if (part_count > kMaxParts) {
-    return Status::Corruption("manifest header: part count " +
-                              std::to_string(part_count) + " exceeds " +
-                              std::to_string(kMaxParts));
-  }
-  if (record_count > kMaxRecords * kMaxParts) {
-    return Status::Corruption("manifest header: record count " +
-                              std::to_string(record_count) + " is impossible");
+  if (part_count > kMaxParts || segment_count > kMaxSegments) {
+    return Status::Corruption(
+        "manifest header: " + std::to_string(part_count) + " parts and " +
+        std::to_string(segment_count) + " segments exceed the limits " +
+        std::to_string(kMaxParts) + " and " + std::to_string(kMaxSegments));
   }
   if (class_count >= kNoLabel) {
     return Status::Corruption("manifest header: class count " +
@@ -124,14 +133,19 @@ Status ManifestHeader::DecodeFrom(std::string_view* input) {
     return Status::Corruption("manifest header: flat pack with " +
                               std::to_string(class_count) + " classes");
   }
+  // The sections follow the header in this order, with no gaps, and the
+  // last ends at file_size.
   struct Named {
     const char* name;
     const Section* s;
     uint64_t expected_size;  // UINT64_MAX: any
   };
-  const Named named[4] = {
+  const Named named[6] = {
       {"part table", &parts, part_count * PartEntry::kEncodedLength},
+      {"segment table", &segments,
+       segment_count * SegmentEntry::kEncodedLength},
       {"class table", &classes, class_count * ClassEntry::kEncodedLength},
+      {"label maps", &label_maps, UINT64_MAX},
       {"string pool", &strings, UINT64_MAX},
       {"metadata", &meta, UINT64_MAX},
   };
@@ -143,7 +157,7 @@ Status ManifestHeader::DecodeFrom(std::string_view* input) {
                                 std::to_string(n.expected_size) + ", found " +
                                 std::to_string(n.s->size));
     }
-    if (n.s->offset != at || n.s->size > file_size - at) {
+    if (n.s->offset != at || at > file_size || n.s->size > file_size - at) {
       return Status::Corruption(
           std::string("manifest header: ") + n.name + " at offset " +
           std::to_string(n.s->offset) + " + " + std::to_string(n.s->size) +
@@ -157,46 +171,49 @@ Status ManifestHeader::DecodeFrom(std::string_view* input) {
                               std::to_string(at) + ", file size is " +
                               std::to_string(file_size));
   }
+  if (label_maps.size % 4 != 0) {
+    return Status::Corruption("manifest header: label maps size " +
+                              std::to_string(label_maps.size) +
+                              " is not a multiple of 4");
+  }
   input->remove_prefix(kEncodedLength);
   return Status::OK();
 }
 
 // --- PartEntry
 // ----------------------------------------------------------------
-//   0 16  pack_id        40  8  index_size
-//  16  8  record_count   48  8  path_offset
-//  24  8  first_record   56  4  path_length
-//  32  8  data_size      60  4  reserved (0)
+//   0 16  pack_id         40  8  path_offset
+//  16  8  record_count    48  4  path_length
+//  24  8  data_size       52  4  label_map_length
+//  32  8  index_size      56  8  label_map_offset
 
 void PartEntry::EncodeTo(std::string* dst) const {
   char buf[kEncodedLength] = {};
   std::memcpy(buf, pack_id.bytes.data(), 16);
   EncodeFixed64(buf + 16, record_count);
-  EncodeFixed64(buf + 24, first_record);
-  EncodeFixed64(buf + 32, data_size);
-  EncodeFixed64(buf + 40, index_size);
-  EncodeFixed64(buf + 48, path_offset);
-  EncodeFixed32(buf + 56, path_length);
+  EncodeFixed64(buf + 24, data_size);
+  EncodeFixed64(buf + 32, index_size);
+  EncodeFixed64(buf + 40, path_offset);
+  EncodeFixed32(buf + 48, path_length);
+  EncodeFixed32(buf + 52, label_map_length);
+  EncodeFixed64(buf + 56, label_map_offset);
   dst->append(buf, kEncodedLength);
 }
 
 Status PartEntry::DecodeFrom(std::string_view* input) {
   if (input->size() < kEncodedLength) {
-    return Status::Corruption("part entry needs " +
-                              std::to_string(kEncodedLength) +
-                              " bytes, found " + std::to_string(input->size()));
+    return Status::Corruption(
+        Short("part entry", kEncodedLength, input->size()));
   }
   const char* p = input->data();
   std::memcpy(pack_id.bytes.data(), p, 16);
   record_count = DecodeFixed64(p + 16);
-  first_record = DecodeFixed64(p + 24);
-  data_size = DecodeFixed64(p + 32);
-  index_size = DecodeFixed64(p + 40);
-  path_offset = DecodeFixed64(p + 48);
-  path_length = DecodeFixed32(p + 56);
-  if (!AllZero(p + 60, 4)) {
-    return Status::Corruption("part entry: reserved bytes 60..63 are not zero");
-  }
+  data_size = DecodeFixed64(p + 24);
+  index_size = DecodeFixed64(p + 32);
+  path_offset = DecodeFixed64(p + 40);
+  path_length = DecodeFixed32(p + 48);
+  label_map_length = DecodeFixed32(p + 52);
+  label_map_offset = DecodeFixed64(p + 56);
   if (record_count > kMaxRecords) {
     return Status::Corruption("part entry: record count " +
                               std::to_string(record_count) +
@@ -206,13 +223,227 @@ Status PartEntry::DecodeFrom(std::string_view* input) {
   return Status::OK();
 }
 
-PackId MergedPackId(const std::vector<PackId>& parts) {
+// --- SegmentEntry
+// -------------------------------------------------------------
+//   0  4  part   4  4  reserved (0)   8  8  first   16  8  count
+
+void SegmentEntry::EncodeTo(std::string* dst) const {
+  char buf[kEncodedLength] = {};
+  EncodeFixed32(buf, part);
+  EncodeFixed64(buf + 8, first);
+  EncodeFixed64(buf + 16, count);
+  dst->append(buf, kEncodedLength);
+}
+
+Status SegmentEntry::DecodeFrom(std::string_view* input) {
+  if (input->size() < kEncodedLength) {
+    return Status::Corruption(
+        Short("segment entry", kEncodedLength, input->size()));
+  }
+  const char* p = input->data();
+  part = DecodeFixed32(p);
+  if (!AllZero(p + 4, 4)) {
+    return Status::Corruption(
+        "segment entry: reserved bytes 4..7 are not zero");
+  }
+  first = DecodeFixed64(p + 8);
+  count = DecodeFixed64(p + 16);
+  input->remove_prefix(kEncodedLength);
+  return Status::OK();
+}
+
+// --- Manifest
+// -----------------------------------------------------------------
+
+uint32_t Manifest::GlobalLabel(size_t k, uint32_t local) const {
+  const PartEntry& p = parts[k];
+  if (p.label_map_length == 0 || local >= p.label_map_length) return local;
+  return DecodeFixed32(label_maps.data() + p.label_map_offset + 4 * local);
+}
+
+Status DecodeManifest(std::string_view bytes, const std::string& name,
+                      Manifest* m) {
+  std::string_view in = bytes;
+  ManifestHeader& h = m->header;
+  UFSPACK_RETURN_IF_ERROR(h.DecodeFrom(&in).WithContext(name));
+  if (h.file_size != bytes.size()) {
+    return Status::Corruption(name + ": size: expected " +
+                              std::to_string(h.file_size) +
+                              " bytes (recorded in the header), found " +
+                              std::to_string(bytes.size()));
+  }
+  const uint64_t body =
+      Checksum64(bytes.data() + ManifestHeader::kEncodedLength,
+                 bytes.size() - ManifestHeader::kEncodedLength);
+  if (body != h.body_checksum) {
+    return Status::Corruption(
+        name + ": manifest body checksum mismatch: " + "expected " +
+        HexU64(h.body_checksum) + ", found " + HexU64(body));
+  }
+  m->classes = bytes.substr(h.classes.offset, h.classes.size);
+  m->label_maps = bytes.substr(h.label_maps.offset, h.label_maps.size);
+  m->strings = bytes.substr(h.strings.offset, h.strings.size);
+  m->meta = bytes.substr(h.meta.offset, h.meta.size);
+  const uint64_t label_entries = h.label_maps.size / 4;
+  m->parts.resize(static_cast<size_t>(h.part_count));
+  m->part_paths.resize(m->parts.size());
+  for (size_t k = 0; k < m->parts.size(); ++k) {
+    const std::string where = name + ": part " + std::to_string(k);
+    std::string_view e =
+        bytes.substr(h.parts.offset + k * PartEntry::kEncodedLength,
+                     PartEntry::kEncodedLength);
+    PartEntry& p = m->parts[k];
+    UFSPACK_RETURN_IF_ERROR(p.DecodeFrom(&e).WithContext(where));
+    if (p.path_offset > m->strings.size() ||
+        p.path_length > m->strings.size() - p.path_offset) {
+      return Status::Corruption(where + ": path lies outside the string pool");
+    }
+    m->part_paths[k] = m->strings.substr(p.path_offset, p.path_length);
+    if (p.label_map_length > 0) {
+      if (p.label_map_offset % 4 != 0 ||
+          p.label_map_offset / 4 > label_entries ||
+          p.label_map_length > label_entries - p.label_map_offset / 4) {
+        return Status::Corruption(where + ": label map lies outside the maps");
+      }
+      for (uint32_t c = 0; c < p.label_map_length; ++c) {
+        const uint32_t g = m->GlobalLabel(k, c);
+        if (g >= h.class_count) {
+          return Status::Corruption(where + ": label " + std::to_string(c) +
+                                    " maps to " + std::to_string(g) +
+                                    ", beyond the class count " +
+                                    std::to_string(h.class_count));
+        }
+      }
+    } else if (p.label_map_offset != 0) {
+      return Status::Corruption(where + ": label map offset without a map");
+    }
+  }
+  // The segments: in range, and together covering each part's records
+  // exactly once.
+  m->segments.resize(static_cast<size_t>(h.segment_count));
+  m->segment_starts.resize(m->segments.size());
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> runs(m->parts.size());
+  uint64_t next = 0;
+  for (size_t s = 0; s < m->segments.size(); ++s) {
+    const std::string where = name + ": segment " + std::to_string(s);
+    std::string_view e =
+        bytes.substr(h.segments.offset + s * SegmentEntry::kEncodedLength,
+                     SegmentEntry::kEncodedLength);
+    SegmentEntry& g = m->segments[s];
+    UFSPACK_RETURN_IF_ERROR(g.DecodeFrom(&e).WithContext(where));
+    if (g.part >= m->parts.size()) {
+      return Status::Corruption(where + ": part " + std::to_string(g.part) +
+                                " of " + std::to_string(m->parts.size()));
+    }
+    const uint64_t n = m->parts[g.part].record_count;
+    if (g.count == 0 || g.first > n || g.count > n - g.first) {
+      return Status::Corruption(where + ": records " + std::to_string(g.first) +
+                                " + " + std::to_string(g.count) + " of part " +
+                                std::to_string(g.part) + ", which has " +
+                                std::to_string(n));
+    }
+    m->segment_starts[s] = next;
+    next += g.count;
+    runs[g.part].emplace_back(g.first, g.count);
+  }
+  if (next != h.record_count) {
+    return Status::Corruption(name + ": the segments hold " +
+                              std::to_string(next) + " records, the header " +
+                              std::to_string(h.record_count));
+  }
+  for (size_t k = 0; k < runs.size(); ++k) {
+    std::sort(runs[k].begin(), runs[k].end());
+    uint64_t covered = 0;
+    for (const auto& [first, count] : runs[k]) {
+      if (first != covered) break;
+      covered += count;
+    }
+    if (covered != m->parts[k].record_count) {
+      return Status::Corruption(name + ": part " + std::to_string(k) +
+                                ": the segments cover its " +
+                                std::to_string(m->parts[k].record_count) +
+                                " records not exactly once (from record " +
+                                std::to_string(covered) + ")");
+    }
+  }
+  return Status::OK();
+}
+
+PackId MergedPackId(const std::vector<PackId>& parts,
+                    const std::vector<SegmentEntry>& segments) {
   static constexpr char kDomain[] = "ufspack-merge";  // with its '\0'
   std::string buf(kDomain, sizeof(kDomain));
   for (const PackId& id : parts) {
     buf.append(reinterpret_cast<const char*>(id.bytes.data()), 16);
   }
+  for (const SegmentEntry& s : segments) s.EncodeTo(&buf);
   return PackId::Of(buf.data(), buf.size());
+}
+
+void EncodeManifest(const ManifestContents& c, std::string* out,
+                    PackId* pack_id) {
+  std::string part_table, segment_table, class_table, maps, strings, meta;
+  std::vector<PackId> ids;
+  for (const ManifestContents::Part& p : c.parts) {
+    PartEntry e;
+    e.pack_id = p.pack_id;
+    e.record_count = p.record_count;
+    e.data_size = p.data_size;
+    e.index_size = p.index_size;
+    e.path_offset = strings.size();
+    e.path_length = static_cast<uint32_t>(p.path.size());
+    strings += p.path;
+    if (!p.label_map.empty()) {
+      e.label_map_offset = maps.size();
+      e.label_map_length = static_cast<uint32_t>(p.label_map.size());
+      for (uint32_t g : p.label_map) PutFixed32(&maps, g);
+    }
+    e.EncodeTo(&part_table);
+    ids.push_back(p.pack_id);
+  }
+  uint64_t records = 0;
+  for (const SegmentEntry& s : c.segments) {
+    s.EncodeTo(&segment_table);
+    records += s.count;
+  }
+  for (const ManifestContents::Class& k : c.classes) {
+    ClassEntry e;
+    e.name_offset = strings.size();
+    e.name_length = static_cast<uint32_t>(k.name.size());
+    e.first_record = k.first_record;
+    e.record_count = k.record_count;
+    strings += k.name;
+    e.EncodeTo(&class_table);
+  }
+  EncodeMetadata(c.meta, &meta);
+
+  ManifestHeader h;
+  h.optional_flags = c.flat ? kOptionalFlagFlat : 0;
+  h.pack_id = MergedPackId(ids, c.segments);
+  h.part_count = c.parts.size();
+  h.segment_count = c.segments.size();
+  h.record_count = records;
+  h.class_count = c.classes.size();
+  uint64_t at = ManifestHeader::kEncodedLength;
+  std::string body;
+  auto place = [&](Section* s, const std::string& bytes) {
+    s->offset = at;
+    s->size = bytes.size();
+    at += bytes.size();
+    body += bytes;
+  };
+  place(&h.parts, part_table);
+  place(&h.segments, segment_table);
+  place(&h.classes, class_table);
+  place(&h.label_maps, maps);
+  place(&h.strings, strings);
+  place(&h.meta, meta);
+  h.file_size = at;
+  h.body_checksum = Checksum64(body.data(), body.size());
+  out->clear();
+  h.EncodeTo(out);
+  *out += body;
+  if (pack_id != nullptr) *pack_id = h.pack_id;
 }
 
 Status JoinPartPath(const std::string& dir, std::string_view relative,

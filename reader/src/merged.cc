@@ -1,9 +1,10 @@
 // Copyright 2026 The ufspack Authors.
 //
 // Merged packs: one logical pack over the parts a manifest names
-// (docs/format.md, "Merged packs").  The Reader's record, class and
-// metadata methods work unchanged over the manifest's sections; what needs
-// a part (entries, data, lookups) is sent to it here.
+// (docs/format.md, "Merged packs").  The Reader's class and metadata
+// methods work unchanged over the manifest's sections; what needs a part
+// (entries, data, lookups) is sent to it here, through the segments that
+// map global record indices to (part, local index).
 #include "merged.h"
 
 #include <algorithm>
@@ -47,6 +48,12 @@ Status ReadPartHeader(const std::string& dir, IndexHeader* header) {
   return header->DecodeFrom(&in).WithContext(index_path);
 }
 
+// The class count part `e` must have: its label map's length, or the
+// manifest's.
+uint64_t PartClassCount(const PartEntry& e, const ManifestHeader& m) {
+  return e.label_map_length > 0 ? e.label_map_length : m.class_count;
+}
+
 // Why the part's header says it is not the part the manifest names, or "".
 std::string Mismatch(const IndexHeader& h, const PartEntry& e,
                      const ManifestHeader& m) {
@@ -61,8 +68,8 @@ std::string Mismatch(const IndexHeader& h, const PartEntry& e,
   if (h.record_count != e.record_count) {
     return differs("record count", h.record_count, e.record_count);
   }
-  if (h.class_count != m.class_count) {
-    return differs("class count", h.class_count, m.class_count);
+  if (h.class_count != PartClassCount(e, m)) {
+    return differs("class count", h.class_count, PartClassCount(e, m));
   }
   if (h.data_size != e.data_size) {
     return differs("data size", h.data_size, e.data_size);
@@ -82,86 +89,51 @@ Status Reader::OpenMerged(const std::string& manifest_path,
   std::unique_ptr<Region> region;
   UFSPACK_RETURN_IF_ERROR(LoadFile(manifest_path, &region));
   const std::string& mname = region->name();
-  const std::string_view bytes = region->bytes();
-  std::string_view in = bytes;
-  ManifestHeader m;
-  UFSPACK_RETURN_IF_ERROR(m.DecodeFrom(&in).WithContext(mname));
-  if (m.file_size != bytes.size()) {
-    return Status::Corruption(mname + ": size: expected " +
-                              std::to_string(m.file_size) +
-                              " bytes (recorded in the header), found " +
-                              std::to_string(bytes.size()));
-  }
-  const uint64_t body =
-      Checksum64(bytes.data() + ManifestHeader::kEncodedLength,
-                 bytes.size() - ManifestHeader::kEncodedLength);
-  if (body != m.body_checksum) {
-    return Status::Corruption(
-        mname + ": manifest body checksum mismatch: " + "expected " +
-        HexU64(m.body_checksum) + ", found " + HexU64(body));
-  }
-  const std::string_view strings =
-      bytes.substr(m.strings.offset, m.strings.size);
-
   auto parts = std::make_unique<internal::PartSet>();
-  parts->manifest_path = mname;
+  Manifest& m = parts->manifest;
+  UFSPACK_RETURN_IF_ERROR(DecodeManifest(region->bytes(), mname, &m));
   parts->options = options;
   parts->remote = IsUrl(manifest_path);
-  parts->count = static_cast<size_t>(m.part_count);
-  parts->slots.reset(new internal::PartSlot[parts->count]);
-  parts->firsts.resize(parts->count);
+  parts->slots.reset(new internal::PartSlot[m.parts.size()]);
   const std::string dir = DirOf(manifest_path);
-  uint64_t next = 0, data_size = 0, index_size = bytes.size();
-  for (size_t k = 0; k < parts->count; ++k) {
-    internal::PartSlot& slot = parts->slots[k];
-    std::string_view e =
-        bytes.substr(m.parts.offset + k * PartEntry::kEncodedLength,
-                     PartEntry::kEncodedLength);
-    UFSPACK_RETURN_IF_ERROR(slot.entry.DecodeFrom(&e).WithContext(
-        mname + ": part " + std::to_string(k)));
-    const PartEntry& p = slot.entry;
-    if (p.path_offset > strings.size() ||
-        p.path_length > strings.size() - p.path_offset) {
-      return Status::Corruption(mname + ": part " + std::to_string(k) +
-                                ": path lies outside the string pool");
-    }
-    if (p.first_record != next) {
-      return Status::Corruption(
-          mname + ": part " + std::to_string(k) + ": first record " +
-          std::to_string(p.first_record) + ", expected " +
-          std::to_string(next) + " (the records of the parts before it)");
-    }
-    next += p.record_count;
-    data_size += p.data_size;
-    index_size += p.index_size;
-    parts->firsts[k] = p.first_record;
+  uint64_t data_size = 0, index_size = region->bytes().size();
+  for (size_t k = 0; k < m.parts.size(); ++k) {
     UFSPACK_RETURN_IF_ERROR(
-        JoinPartPath(dir, strings.substr(p.path_offset, p.path_length),
-                     &slot.path)
+        JoinPartPath(dir, m.part_paths[k], &parts->slots[k].path)
             .WithContext(mname + ": part " + std::to_string(k)));
+    data_size += m.parts[k].data_size;
+    index_size += m.parts[k].index_size;
   }
-  if (next != m.record_count) {
-    return Status::Corruption(mname + ": the parts hold " +
-                              std::to_string(next) + " records, the header " +
-                              std::to_string(m.record_count));
+  for (size_t s = 0; s < m.segments.size(); ++s) {
+    const SegmentEntry& g = m.segments[s];
+    parts->slots[g.part].runs.push_back(
+        {g.first, m.segment_starts[s], g.count});
+  }
+  for (size_t k = 0; k < m.parts.size(); ++k) {
+    auto& runs = parts->slots[k].runs;
+    std::sort(
+        runs.begin(), runs.end(),
+        [](const internal::PartSlot::Run& a, const internal::PartSlot::Run& b) {
+          return a.local < b.local;
+        });
   }
   // Every part must be there and be the pack that was merged: one header
   // read each, nothing mapped yet.
-  for (size_t k = 0; k < parts->count; ++k) {
-    const internal::PartSlot& slot = parts->slots[k];
+  for (size_t k = 0; k < m.parts.size(); ++k) {
+    const std::string& path = parts->slots[k].path;
     IndexHeader h;
-    Status s = ReadPartHeader(slot.path, &h);
+    Status s = ReadPartHeader(path, &h);
     if (!s.ok()) {
-      const std::string what = PartName(mname, k, slot.path);
+      const std::string what = PartName(mname, k, path);
       if (s.IsNotFound()) {
         return Status::NotFound(what +
                                 " is missing: " + std::string(s.message()));
       }
       return s.WithContext(what);
     }
-    const std::string why = Mismatch(h, slot.entry, m);
+    const std::string why = Mismatch(h, m.parts[k], m.header);
     if (!why.empty()) {
-      return Status::Corruption(PartName(mname, k, slot.path) +
+      return Status::Corruption(PartName(mname, k, path) +
                                 " is not the part that was merged: " + why);
     }
   }
@@ -169,21 +141,21 @@ Status Reader::OpenMerged(const std::string& manifest_path,
   std::unique_ptr<Reader> r(new Reader());
   r->options_ = options;
   r->info_.index_path = mname;
-  r->info_.version = m.version;
-  r->info_.pack_id = m.pack_id;
-  r->info_.record_count = m.record_count;
-  r->info_.class_count = m.class_count;
+  r->info_.version = m.header.version;
+  r->info_.pack_id = m.header.pack_id;
+  r->info_.record_count = m.header.record_count;
+  r->info_.class_count = m.header.class_count;
   r->info_.data_size = data_size;
   r->info_.index_size = index_size;
-  r->info_.flat = m.flat();
-  r->info_.optional_flags = m.optional_flags;
-  r->info_.part_count = m.part_count;
-  r->body_checksum_ = m.body_checksum;
+  r->info_.flat = m.header.flat();
+  r->info_.optional_flags = m.header.optional_flags;
+  r->info_.part_count = m.header.part_count;
+  r->body_checksum_ = m.header.body_checksum;
   // GetClass(), NameAt() and the metadata read the manifest as they read
   // an index.
-  r->classes_ = bytes.substr(m.classes.offset, m.classes.size);
-  r->names_ = strings;
-  r->meta_ = bytes.substr(m.meta.offset, m.meta.size);
+  r->classes_ = m.classes;
+  r->names_ = m.strings;
+  r->meta_ = m.meta;
   r->index_ = std::move(region);
   r->parts_ = std::move(parts);
   *reader = std::move(r);
@@ -193,22 +165,23 @@ Status Reader::OpenMerged(const std::string& manifest_path,
 Status Reader::OpenPart(size_t k, const Reader** part) const {
   internal::PartSlot& slot = parts_->slots[k];
   std::call_once(slot.once, [&] {
+    const PartEntry& e = parts_->manifest.parts[k];
+    const std::string name = PartName(info_.index_path, k, slot.path) +
+                             " is not the part that "
+                             "was merged: ";
     std::unique_ptr<Reader> r;
-    Status s = Open(slot.path, parts_->options, &r);
-    if (s.ok() && r->info().pack_id != slot.entry.pack_id) {
-      s = Status::Corruption(PartName(parts_->manifest_path, k, slot.path) +
-                             " is not the part that was merged: pack id " +
-                             r->info().pack_id.ToHex() +
-                             ", the manifest expects " +
-                             slot.entry.pack_id.ToHex() +
+    // Always a single pack: a manifest beside the part's files (a pack
+    // appended to in place) is the merged pack, not the part.
+    Status s = OpenSingle(slot.path, parts_->options, &r);
+    if (s.ok() && r->info().pack_id != e.pack_id) {
+      s = Status::Corruption(name + "pack id " + r->info().pack_id.ToHex() +
+                             ", the manifest expects " + e.pack_id.ToHex() +
                              " (rebuilt or replaced since the merge)");
     }
     if (s.ok() &&
-        (r->size() != slot.entry.record_count ||
-         r->class_count() != info_.class_count || r->info().part_count != 0)) {
-      s = Status::Corruption(PartName(parts_->manifest_path, k, slot.path) +
-                             " does not match the manifest (record or class "
-                             "count, or a merged pack as a part)");
+        (r->size() != e.record_count ||
+         r->class_count() != PartClassCount(e, parts_->manifest.header))) {
+      s = Status::Corruption(name + "record or class count differs");
     }
     if (s.ok()) {
       slot.reader = std::move(r);
@@ -221,37 +194,54 @@ Status Reader::OpenPart(size_t k, const Reader** part) const {
   return Status::OK();
 }
 
-Status Reader::PartFor(uint64_t i, const Reader** part, uint64_t* local) const {
+Status Reader::PartFor(uint64_t i, const Reader** part, uint64_t* local,
+                       size_t* k) const {
   if (i >= info_.record_count) {
     return Status::OutOfRange(info_.index_path + ": record " +
                               std::to_string(i) + " out of range (pack has " +
                               std::to_string(info_.record_count) + " records)");
   }
-  // The last part starting at or before i; empty parts start where the
-  // next one does, so this is the part that holds i.
-  const auto& firsts = parts_->firsts;
-  const size_t k = static_cast<size_t>(
-      std::upper_bound(firsts.begin(), firsts.end(), i) - firsts.begin() - 1);
-  UFSPACK_RETURN_IF_ERROR(OpenPart(k, part));
-  *local = i - firsts[k];
+  const Manifest& m = parts_->manifest;
+  const auto& starts = m.segment_starts;
+  const size_t s = static_cast<size_t>(
+      std::upper_bound(starts.begin(), starts.end(), i) - starts.begin() - 1);
+  const SegmentEntry& g = m.segments[s];
+  UFSPACK_RETURN_IF_ERROR(OpenPart(g.part, part));
+  *local = g.first + (i - starts[s]);
+  if (k != nullptr) *k = g.part;
   return Status::OK();
+}
+
+uint64_t Reader::GlobalIndex(size_t k, uint64_t local) const {
+  const auto& runs = parts_->slots[k].runs;
+  auto it = std::upper_bound(
+      runs.begin(), runs.end(), local,
+      [](uint64_t v, const internal::PartSlot::Run& r) { return v < r.local; });
+  --it;  // the segments cover every local index (DecodeManifest)
+  return it->global + (local - it->local);
 }
 
 Status Reader::MergedGetRecord(uint64_t i, Record* record) const {
   const Reader* part;
   uint64_t local;
-  UFSPACK_RETURN_IF_ERROR(PartFor(i, &part, &local));
+  size_t k;
+  UFSPACK_RETURN_IF_ERROR(PartFor(i, &part, &local, &k));
   UFSPACK_RETURN_IF_ERROR(part->GetRecord(local, record));
   record->index = i;
+  if (record->label != kNoLabel) {
+    record->label = parts_->manifest.GlobalLabel(k, record->label);
+  }
   return Status::OK();
 }
 
 Status Reader::MergedFind(std::string_view name, uint64_t* index) const {
-  // Records of class c all lie in c's range, so only the parts overlapping
-  // it are asked.  The class is the name's first segment; the class table
-  // is sorted (Python's order equals byte order for UTF-8 names), and a
-  // name whose class is not found that way asks every part.
-  size_t lo = 0, hi = parts_->count;
+  // Records of class c all lie in c's range, so only the parts of the
+  // segments overlapping it are asked.  The class is the name's first
+  // segment; the class table is sorted (Python's order equals byte order
+  // for UTF-8 names), and a name whose class is not found that way asks
+  // every part.
+  const Manifest& m = parts_->manifest;
+  std::vector<char> ask(m.parts.size(), 1);
   if (info_.class_count > 0) {
     const size_t slash = name.find('/');
     if (slash == std::string_view::npos) {
@@ -276,28 +266,28 @@ Status Reader::MergedFind(std::string_view name, uint64_t* index) const {
       }
     }
     if (found) {
-      if (ci.record_count == 0) {
-        return Status::NotFound(info_.index_path + ": no record named '" +
-                                EscapeBytes(name) + "'");
+      std::fill(ask.begin(), ask.end(), 0);
+      const auto& starts = m.segment_starts;
+      if (ci.record_count > 0) {
+        size_t s = static_cast<size_t>(
+            std::upper_bound(starts.begin(), starts.end(), ci.first_record) -
+            starts.begin() - 1);
+        for (;
+             s < starts.size() && starts[s] < ci.first_record + ci.record_count;
+             ++s) {
+          ask[m.segments[s].part] = 1;
+        }
       }
-      const auto& firsts = parts_->firsts;
-      lo = static_cast<size_t>(
-          std::upper_bound(firsts.begin(), firsts.end(), ci.first_record) -
-          firsts.begin() - 1);
-      hi = static_cast<size_t>(
-          std::upper_bound(firsts.begin(), firsts.end(),
-                           ci.first_record + ci.record_count - 1) -
-          firsts.begin());
     }
   }
-  for (size_t k = lo; k < hi; ++k) {
-    if (parts_->slots[k].entry.record_count == 0) continue;
+  for (size_t k = 0; k < m.parts.size(); ++k) {
+    if (!ask[k] || m.parts[k].record_count == 0) continue;
     const Reader* part;
     UFSPACK_RETURN_IF_ERROR(OpenPart(k, &part));
     uint64_t local;
     Status s = part->Find(name, &local);
     if (s.ok()) {
-      *index = parts_->firsts[k] + local;
+      *index = GlobalIndex(k, local);
       return Status::OK();
     }
     if (!s.IsNotFound()) return s;
@@ -308,10 +298,12 @@ Status Reader::MergedFind(std::string_view name, uint64_t* index) const {
 
 Status Reader::MergedCheckIndex() const {
   const std::string& mname = info_.index_path;
+  const Manifest& m = parts_->manifest;
   // The manifest's classes: in order, covering every record.
+  std::vector<ClassInfo> classes(info_.class_count);
   uint64_t covered = 0;
   for (uint64_t c = 0; c < info_.class_count; ++c) {
-    ClassInfo ci;
+    ClassInfo& ci = classes[c];
     UFSPACK_RETURN_IF_ERROR(GetClass(c, &ci));
     if (ci.first_record != covered) {
       return Status::Corruption(mname + ": class " + std::to_string(c) +
@@ -328,63 +320,47 @@ Status Reader::MergedCheckIndex() const {
   }
   std::vector<std::pair<std::string_view, std::string_view>> meta;
   UFSPACK_RETURN_IF_ERROR(ListMetadata(&meta));
-  // Each part: its own full check, then its classes against the manifest's
-  // (same names; its records of class c inside c's global range).
-  std::vector<uint64_t> counted(info_.class_count, 0);
-  for (size_t k = 0; k < parts_->count; ++k) {
+  // Each part in full, and its class names against the manifest's through
+  // its label map.
+  for (size_t k = 0; k < m.parts.size(); ++k) {
     const Reader* part;
     UFSPACK_RETURN_IF_ERROR(OpenPart(k, &part));
     UFSPACK_RETURN_IF_ERROR(part->CheckIndex());
-    const uint64_t base = parts_->firsts[k];
-    for (uint64_t c = 0; c < info_.class_count; ++c) {
-      ClassInfo global, local;
-      UFSPACK_RETURN_IF_ERROR(GetClass(c, &global));
+    for (uint64_t c = 0; c < part->class_count(); ++c) {
+      ClassInfo local;
       UFSPACK_RETURN_IF_ERROR(part->GetClass(c, &local));
-      const std::string where = PartName(mname, k, parts_->slots[k].path) +
-                                ": class " + std::to_string(c);
-      if (local.name != global.name) {
-        return Status::Corruption(where + " is '" + EscapeBytes(local.name) +
-                                  "', the manifest says '" +
-                                  EscapeBytes(global.name) + "'");
-      }
-      if (local.record_count > 0 &&
-          (base + local.first_record < global.first_record ||
-           base + local.first_record + local.record_count >
-               global.first_record + global.record_count)) {
+      const uint32_t g = m.GlobalLabel(k, static_cast<uint32_t>(c));
+      if (local.name != classes[g].name) {
         return Status::Corruption(
-            where + ": records " + std::to_string(base + local.first_record) +
-            " + " + std::to_string(local.record_count) +
-            " lie outside the class's records in the manifest (" +
-            std::to_string(global.first_record) + " + " +
-            std::to_string(global.record_count) + ")");
+            PartName(mname, k, parts_->slots[k].path) + ": class " +
+            std::to_string(c) + " is '" + EscapeBytes(local.name) +
+            "', the manifest's class " + std::to_string(g) + " is '" +
+            EscapeBytes(classes[g].name) + "'");
       }
-      counted[c] += local.record_count;
     }
   }
-  for (uint64_t c = 0; c < info_.class_count; ++c) {
-    ClassInfo ci;
-    UFSPACK_RETURN_IF_ERROR(GetClass(c, &ci));
-    if (counted[c] != ci.record_count) {
-      return Status::Corruption(
-          mname + ": class " + std::to_string(c) + ": the parts hold " +
-          std::to_string(counted[c]) + " records, the manifest " +
-          std::to_string(ci.record_count));
-    }
-  }
-  // Names are unique across parts: each finds itself.
+  // Every record: its label's class holds it, and its name finds it (names
+  // unique across parts).
   for (uint64_t i = 0; i < info_.record_count; ++i) {
     Record r;
     UFSPACK_RETURN_IF_ERROR(GetRecord(i, &r));
+    const std::string where = mname + ": record " + std::to_string(i) + " '" +
+                              EscapeBytes(r.name) + "': ";
+    if (r.label != kNoLabel) {
+      const ClassInfo& ci = classes[r.label];
+      if (i < ci.first_record || i - ci.first_record >= ci.record_count) {
+        return Status::Corruption(where + "label " + std::to_string(r.label) +
+                                  " but the class table puts it elsewhere");
+      }
+    }
     uint64_t found = 0;
     Status s = Find(r.name, &found);
     if (!s.ok() || found != i) {
       return Status::Corruption(
-          mname + ": record " + std::to_string(i) + " '" + EscapeBytes(r.name) +
-          "': " +
-          (s.ok()
-               ? "lookup finds record " + std::to_string(found) +
-                     " for this name (the same name in two parts?)"
-               : "lookup cannot find this name: " + std::string(s.message())));
+          where + (s.ok() ? "lookup finds record " + std::to_string(found) +
+                                " for this name (the same name in two parts?)"
+                          : "lookup cannot find this name: " +
+                                std::string(s.message())));
     }
   }
   return Status::OK();
@@ -392,35 +368,26 @@ Status Reader::MergedCheckIndex() const {
 
 Status Reader::MergedReadStoredMany(const Record* records, char* const* dsts,
                                     size_t count, int threads) const {
-  // Grouped by part, each group one ReadStoredMany of that part.
-  std::vector<std::vector<size_t>> members(parts_->count);
-  for (size_t k = 0; k < count; ++k) {
-    const uint64_t i = records[k].index;
-    if (i >= info_.record_count) {
-      return Status::OutOfRange(info_.index_path + ": record " +
-                                std::to_string(i) + " out of range");
-    }
-    const auto& firsts = parts_->firsts;
-    members[static_cast<size_t>(
-                std::upper_bound(firsts.begin(), firsts.end(), i) -
-                firsts.begin() - 1)]
-        .push_back(k);
-  }
-  std::vector<Record> local;
-  std::vector<char*> local_dsts;
-  for (size_t p = 0; p < parts_->count; ++p) {
-    if (members[p].empty()) continue;
+  const size_t parts = parts_->manifest.parts.size();
+  std::vector<std::vector<size_t>> positions(parts);
+  std::vector<std::vector<Record>> local(parts);
+  for (size_t j = 0; j < count; ++j) {
     const Reader* part;
-    UFSPACK_RETURN_IF_ERROR(OpenPart(p, &part));
-    local.clear();
+    Record r = records[j];
+    size_t k;
+    UFSPACK_RETURN_IF_ERROR(PartFor(records[j].index, &part, &r.index, &k));
+    positions[k].push_back(j);
+    local[k].push_back(r);
+  }
+  std::vector<char*> local_dsts;
+  for (size_t k = 0; k < parts; ++k) {
+    if (positions[k].empty()) continue;
+    const Reader* part;
+    UFSPACK_RETURN_IF_ERROR(OpenPart(k, &part));
     local_dsts.clear();
-    for (size_t k : members[p]) {
-      local.push_back(records[k]);
-      local.back().index -= parts_->firsts[p];
-      local_dsts.push_back(dsts[k]);
-    }
+    for (size_t j : positions[k]) local_dsts.push_back(dsts[j]);
     UFSPACK_RETURN_IF_ERROR(part->ReadStoredMany(
-        local.data(), local_dsts.data(), local.size(), threads));
+        local[k].data(), local_dsts.data(), local[k].size(), threads));
   }
   return Status::OK();
 }
@@ -428,43 +395,39 @@ Status Reader::MergedReadStoredMany(const Record* records, char* const* dsts,
 Status Reader::MergedReadBatchMany(const std::vector<Record>& records,
                                    Batch* out, int threads) const {
   const size_t count = records.size();
-  std::vector<std::vector<size_t>> members(parts_->count);
-  const auto& firsts = parts_->firsts;
-  for (size_t k = 0; k < count; ++k) {
-    members[static_cast<size_t>(std::upper_bound(firsts.begin(), firsts.end(),
-                                                 records[k].index) -
-                                firsts.begin() - 1)]
-        .push_back(k);
+  const size_t parts = parts_->manifest.parts.size();
+  std::vector<std::vector<Record>> local(parts);
+  std::vector<std::pair<size_t, size_t>> where(count);  // (part, position)
+  for (size_t j = 0; j < count; ++j) {
+    const Reader* part;
+    Record r = records[j];
+    size_t k;
+    UFSPACK_RETURN_IF_ERROR(PartFor(records[j].index, &part, &r.index, &k));
+    where[j] = {k, local[k].size()};
+    local[k].push_back(r);
   }
   // Each part's records as one batch of its own, then copied into place.
-  std::vector<Batch> batches(parts_->count);
-  std::vector<std::pair<size_t, size_t>> where(count);  // (part, position)
-  for (size_t p = 0; p < parts_->count; ++p) {
-    if (members[p].empty()) continue;
+  std::vector<Batch> batches(parts);
+  for (size_t k = 0; k < parts; ++k) {
+    if (local[k].empty()) continue;
     const Reader* part;
-    UFSPACK_RETURN_IF_ERROR(OpenPart(p, &part));
-    std::vector<Record> local;
-    local.reserve(members[p].size());
-    for (size_t j = 0; j < members[p].size(); ++j) {
-      const size_t k = members[p][j];
-      local.push_back(records[k]);
-      local.back().index -= firsts[p];
-      where[k] = {p, j};
-    }
-    UFSPACK_RETURN_IF_ERROR(part->ReadBatchMany(local, &batches[p], threads));
+    UFSPACK_RETURN_IF_ERROR(OpenPart(k, &part));
+    UFSPACK_RETURN_IF_ERROR(
+        part->ReadBatchMany(local[k], &batches[k], threads));
   }
   std::vector<uint64_t> offsets(count + 1, 0);
   uint64_t total = 0;
-  for (size_t k = 0; k < count; ++k) {
-    offsets[k] = total;
-    total += batches[where[k].first].get(where[k].second).size();
+  for (size_t j = 0; j < count; ++j) {
+    offsets[j] = total;
+    total += batches[where[j].first].get(where[j].second).size();
   }
   offsets[count] = total;
   out->data.resize(static_cast<size_t>(total));
-  for (size_t k = 0; k < count; ++k) {
-    const std::string_view v = batches[where[k].first].get(where[k].second);
-    if (!v.empty())
-      std::memcpy(out->data.data() + offsets[k], v.data(), v.size());
+  for (size_t j = 0; j < count; ++j) {
+    const std::string_view v = batches[where[j].first].get(where[j].second);
+    if (!v.empty()) {
+      std::memcpy(out->data.data() + offsets[j], v.data(), v.size());
+    }
   }
   out->offsets = std::move(offsets);
   return Status::OK();

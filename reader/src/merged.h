@@ -23,19 +23,22 @@ namespace internal {
 
 struct PartSlot {
   std::string path;  // the part's directory, resolved
-  PartEntry entry;   // as the manifest gives it
   std::once_flag once;
   std::unique_ptr<Reader> reader;  // set by the first successful use
   Status status;                   // of that first use
+  // The part's segments, by local first record: (local first, global
+  // first, count), for mapping its record indices to global ones.
+  struct Run {
+    uint64_t local = 0, global = 0, count = 0;
+  };
+  std::vector<Run> runs;
 };
 
 struct PartSet {
-  std::string manifest_path;
+  Manifest manifest;      // views into the Reader's index_ (the manifest bytes)
   ReaderOptions options;  // each part is opened with these
   bool remote = false;    // the parts are URLs
-  size_t count = 0;
-  std::unique_ptr<PartSlot[]> slots;
-  std::vector<uint64_t> firsts;  // slots[k].entry.first_record
+  std::unique_ptr<PartSlot[]> slots;  // manifest.parts.size() of them
 };
 
 }  // namespace internal

@@ -210,7 +210,7 @@ Tree MakeTree(const std::string& root, const std::string& tag, int classes,
 }
 
 // What a directory held after a kill, as seen through the reader.
-enum class Outcome { kNothing, kTreeA, kTreeB, kTreeC, kWrong };
+enum class Outcome { kNothing, kTreeA, kTreeB, kTreeC, kAppended, kWrong };
 
 const char* OutcomeName(Outcome o) {
   switch (o) {
@@ -222,6 +222,8 @@ const char* OutcomeName(Outcome o) {
       return "new (B)";
     case Outcome::kTreeC:
       return "C";
+    case Outcome::kAppended:
+      return "appended (A + B's new files)";
     case Outcome::kWrong:
       return "WRONG";
   }
@@ -298,6 +300,7 @@ Outcome Inspect(const std::string& dir, const std::vector<const Tree*>& trees,
   if (which == "A") outcome = Outcome::kTreeA;
   if (which == "B") outcome = Outcome::kTreeB;
   if (which == "C") outcome = Outcome::kTreeC;
+  if (which == "AB") outcome = Outcome::kAppended;
   return outcome;
 }
 
@@ -925,6 +928,78 @@ TEST_F(CrashTest, KillDuringFirstBuild) { RunScenario(false, seed_ + 1); }
 
 TEST_F(CrashTest, KillWhileReplacingPreviousPack) {
   RunScenario(true, seed_ + 2);
+}
+
+// `ufspack append` killed with SIGKILL at kTimeKillPoints random times over
+// its duration: pack A (hard-linked from the pristine copy) grows by the
+// files of tree B it lacks (B's 100 extra files in class 1 and its fifth
+// class; the names A has keep A's bytes).  After each kill the directory
+// must open as A or as the appended pack, exactly, with A's files never
+// written (same inodes, same bytes); the next append must then succeed and
+// leave only the part its manifest names.
+TEST_F(CrashTest, KillDuringAppend) {
+  Tree ab;
+  ab.tag = "AB";
+  ab.records = tree_a_->records;
+  for (const auto& [name, rec] : tree_b_->records)
+    ab.records.emplace(name, rec);
+  const std::string out = *dir_ / "out-append";
+  // Time the append: the median of three.
+  std::vector<double> seconds;
+  for (int k = 0; k < 3; ++k) {
+    ResetOutput(out, true);
+    const auto t0 = Clock::now();
+    CommandResult r = RunCli({"append", out, tree_b_->root, "-q"});
+    seconds.push_back(SecondsSince(t0));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::string detail;
+    ASSERT_EQ(Inspect(out, {tree_a_, &ab}, &detail), Outcome::kAppended)
+        << detail;
+  }
+  std::sort(seconds.begin(), seconds.end());
+  const double append_seconds = seconds[1];
+  std::mt19937_64 rng(seed_ + 3);
+  std::map<Outcome, int> outcomes;
+  for (int k = 0; k < kTimeKillPoints; ++k) {
+    ResetOutput(out, true);
+    const ino_t index_inode = InodeOf(out + "/" + kIndexFileName);
+    const ino_t data_inode = InodeOf(out + "/" + kDataFileName);
+    const double at =
+        append_seconds * 1.2 * static_cast<double>(rng() % 1000) / 1000.0;
+    pid_t pid = SpawnCli({"append", out, tree_b_->root, "-q"});
+    ASSERT_GT(pid, 0);
+    std::this_thread::sleep_for(std::chrono::duration<double>(at));
+    ::kill(pid, SIGKILL);
+    Reap(pid);
+    std::string detail;
+    const Outcome o = Inspect(out, {tree_a_, &ab}, &detail);
+    ++outcomes[o];
+    EXPECT_TRUE(o == Outcome::kTreeA || o == Outcome::kAppended)
+        << "kill at " << at << " s: " << detail;
+    EXPECT_EQ(InodeOf(out + "/" + kIndexFileName), index_inode);
+    EXPECT_EQ(InodeOf(out + "/" + kDataFileName), data_inode);
+    // The next append completes the job and leaves one part.
+    CommandResult r = RunCli({"append", out, tree_b_->root, "-q"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_EQ(Inspect(out, {tree_a_, &ab}, &detail), Outcome::kAppended)
+        << detail;
+    int parts = 0;
+    for (const auto& n : ListDir(out)) {
+      parts += StartsWith(n, "append-") ? 1 : 0;
+      EXPECT_FALSE(StartsWith(n, ".manifest.ufs.tmp-")) << n;
+    }
+    EXPECT_EQ(parts, 1) << Join(ListDir(out));
+  }
+  // A's files were linked, never written: the pristine pack still reads.
+  std::string detail;
+  EXPECT_EQ(Inspect(pristine_a_, {tree_a_}, &detail), Outcome::kTreeA)
+      << detail;
+  std::cout << "[crash] append of "
+            << ab.records.size() - tree_a_->records.size() << " files in "
+            << static_cast<int>(append_seconds * 1000) << " ms; outcomes:";
+  for (const auto& [o, n] : outcomes)
+    std::cout << " " << OutcomeName(o) << " " << n;
+  std::cout << std::endl;
 }
 
 // Deterministic lock check: while one build holds the directory (stopped

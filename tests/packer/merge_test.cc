@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -343,6 +344,152 @@ TEST(MergeTest, DirectoriesKeepOneKindOfPack) {
   ASSERT_TRUE(MergePacks({dir / "p1", dir / "p0"}, dir / "m", &summary).ok());
   EXPECT_EQ(before->size(), Open(dir / "m")->size());
   EXPECT_EQ(test::PackTempFiles(dir / "m").size(), 0u);
+}
+
+// --- Append
+// -------------------------------------------------------------------
+
+Status Append(const std::string& pack, const std::string& dir,
+              AppendSummary* summary, bool relabel = false) {
+  AppendOptions o;
+  o.build.threads = 4;
+  o.relabel = relabel;
+  return AppendPack(pack, dir, o, summary);
+}
+
+TEST(AppendTest, AppendedPackEqualsARebuild) {
+  TempDir dir;
+  MakeTree(dir / "src", 3, 12, 11);
+  ASSERT_TRUE(Build(dir / "src", dir / "pack", 0, 1).ok());
+  std::unique_ptr<Reader> before = Open(dir / "pack");
+  std::vector<std::string> old_bytes;
+  for (uint64_t i = 0; i < before->size(); ++i) {
+    old_bytes.emplace_back();
+    ASSERT_TRUE(before->Read(i, &old_bytes.back()).ok());
+  }
+  // New files that sort between old ones, in a new subdirectory, and a new
+  // class that sorts last.
+  WriteFile(dir / "src/class0/img1a.jpg", RandomBytes(300, 1));
+  WriteFile(dir / "src/class1/sub0/new.jpg", RandomBytes(301, 2));
+  WriteFile(dir / "src/class1/zz/z.jpg", RandomBytes(302, 3));
+  WriteFile(dir / "src/zeta/z.jpg", RandomBytes(303, 4));
+  AppendSummary summary;
+  Status s = Append(dir / "pack", dir / "src", &summary);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(summary.appended, 4u);
+  EXPECT_EQ(summary.new_classes, 1u);
+  EXPECT_EQ(summary.relabeled_classes, 0u);
+  EXPECT_EQ(summary.kept, 0u);
+  EXPECT_EQ(summary.parts, 2u);
+  ASSERT_TRUE(Build(dir / "src", dir / "rebuilt", 0, 1).ok());
+  std::unique_ptr<Reader> appended = Open(dir / "pack");
+  ExpectSamePack(*appended, *Open(dir / "rebuilt"));
+  s = appended->CheckIndex();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  // A reader opened before the append still reads the old pack.
+  ASSERT_EQ(before->size(), old_bytes.size());
+  for (uint64_t i = 0; i < before->size(); ++i) {
+    std::string b;
+    ASSERT_TRUE(before->Read(i, &b).ok());
+    EXPECT_EQ(b, old_bytes[i]);
+  }
+  // Appending to the merged pack again; then nothing left to append.
+  WriteFile(dir / "src/class2/img99.jpg", RandomBytes(304, 5));
+  s = Append(dir / "pack", dir / "src", &summary);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(summary.appended, 1u);
+  EXPECT_EQ(summary.parts, 3u);
+  ASSERT_TRUE(Build(dir / "src", dir / "rebuilt2", 0, 1).ok());
+  ExpectSamePack(*Open(dir / "pack"), *Open(dir / "rebuilt2"));
+  const std::string manifest = ReadFile(dir / "pack/manifest.ufs");
+  s = Append(dir / "pack", dir / "src", &summary);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(summary.appended, 0u);
+  EXPECT_EQ(ReadFile(dir / "pack/manifest.ufs"), manifest);
+}
+
+TEST(AppendTest, RelabelingNeedsConsent) {
+  TempDir dir;
+  MakeTree(dir / "src", 2, 5, 12);
+  ASSERT_TRUE(Build(dir / "src", dir / "pack", 0, 1).ok());
+  WriteFile(dir / "src/Aardvark/a.jpg", "a");  // sorts first
+  AppendSummary summary;
+  Status s = Append(dir / "pack", dir / "src", &summary);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_TRUE(Contains(s, "'Aardvark' sorts before existing classes"))
+      << s.ToString();
+  EXPECT_TRUE(Contains(s, "'class0' 0 -> 1")) << s.ToString();
+  EXPECT_FALSE(test::Exists(dir / "pack/manifest.ufs"));
+  s = Append(dir / "pack", dir / "src", &summary, /*relabel=*/true);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(summary.relabeled_classes, 2u);
+  ASSERT_TRUE(Build(dir / "src", dir / "rebuilt", 0, 1).ok());
+  std::unique_ptr<Reader> appended = Open(dir / "pack");
+  ExpectSamePack(*appended, *Open(dir / "rebuilt"));
+  EXPECT_TRUE(appended->CheckIndex().ok());
+  // The old pack's own files still read with the old labels.
+  std::unique_ptr<Reader> single;
+  ASSERT_TRUE(Reader::Open(dir / "pack/index.ufs", {}, &single).ok());
+  Record r;
+  ASSERT_TRUE(single->GetRecord(0, &r).ok());
+  EXPECT_EQ(r.label, 0u);
+}
+
+TEST(AppendTest, GoneFilesAreKeptAndStalePartsRemoved) {
+  TempDir dir;
+  MakeTree(dir / "src", 3, 6, 13);
+  ASSERT_TRUE(Build(dir / "src", dir / "pack", 0, 1).ok());
+  std::unique_ptr<Reader> old = Open(dir / "pack");
+  Record gone;
+  ASSERT_TRUE(old->GetRecord(7, &gone).ok());
+  const std::string gone_name(gone.name);
+  ASSERT_EQ(::unlink((dir / ("src/" + gone_name)).c_str()), 0);
+  WriteFile(dir / "src/class2/new.jpg", "new");
+  test::MakeDirs(dir / "pack/append-stale1");  // a dead append's part
+  AppendSummary summary;
+  Status s = Append(dir / "pack", dir / "src", &summary);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(summary.kept, 1u);
+  EXPECT_FALSE(test::Exists(dir / "pack/append-stale1"));
+  std::unique_ptr<Reader> appended = Open(dir / "pack");
+  ASSERT_EQ(appended->size(), old->size() + 1);
+  uint64_t at = 0;
+  ASSERT_TRUE(appended->Find(gone_name, &at).ok());
+  EXPECT_EQ(at, 7u);  // where it was
+  s = appended->CheckIndex();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+TEST(AppendTest, FlatPacksAndForeignOrders) {
+  TempDir dir;
+  MakeTree(dir / "src", 2, 4, 14);
+  ASSERT_TRUE(Build(dir / "src", dir / "flat", 0, 1, /*flat=*/true).ok());
+  WriteFile(dir / "src/aaa.jpg", "top");
+  WriteFile(dir / "src/class1/m.jpg", "m");
+  AppendSummary summary;
+  Status s = Append(dir / "flat", dir / "src", &summary);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(summary.appended, 2u);
+  ASSERT_TRUE(Build(dir / "src", dir / "flat2", 0, 1, true).ok());
+  ExpectSamePack(*Open(dir / "flat"), *Open(dir / "flat2"));
+  // A pack whose order is not the tree's (two packs merged in name order
+  // b, a): refused, nothing written.
+  WriteFile(dir / "x/c0/b.jpg", "b");
+  WriteFile(dir / "y/c0/a.jpg", "a");
+  ASSERT_TRUE(Build(dir / "x", dir / "px", 0, 1).ok());
+  ASSERT_TRUE(Build(dir / "y", dir / "py", 0, 1).ok());
+  MergeSummary merged;
+  ASSERT_TRUE(MergePacks({dir / "px", dir / "py"}, dir / "xy", &merged).ok());
+  WriteFile(dir / "t/c0/a.jpg", "a");
+  WriteFile(dir / "t/c0/b.jpg", "b");
+  WriteFile(dir / "t/c0/c.jpg", "c");
+  const std::string manifest = ReadFile(dir / "xy/manifest.ufs");
+  s = Append(dir / "xy", dir / "t", &summary);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_TRUE(Contains(s, "out of the order")) << s.ToString();
+  EXPECT_EQ(ReadFile(dir / "xy/manifest.ufs"), manifest);
+  for (const std::string& n : test::PackTempFiles(dir / "xy"))
+    ADD_FAILURE() << n;
 }
 
 TEST(JoinPartPathTest, LocalAndUrls) {

@@ -137,3 +137,33 @@ def test_dask_local_cluster(small_tree, small_pack, tmp_path):
     # Every part was a task the cluster's worker processes ran.
     assert report["tasks"] == "4" and int(report["workers"]) >= 1
     assert records(out) == records(small_pack)
+
+
+def test_append_matches_imagefolder(small_tree, tmp_path):
+    import shutil
+
+    tree = str(tmp_path / "tree")
+    shutil.copytree(small_tree, tree)
+    pack = str(tmp_path / "pack")
+    ufspack.build(tree, pack, progress=False)
+    shutil.copy(os.path.join(tree, "class1", "img3.jpg"), os.path.join(tree, "class1", "img3b.jpg"))
+    os.makedirs(os.path.join(tree, "class9"))
+    shutil.copy(os.path.join(tree, "class0", "img2.png"), os.path.join(tree, "class9", "x.png"))
+    s = ufspack.append(pack, tree)
+    assert (s["appended"], s["new_classes"], s["relabeled_classes"]) == (2, 1, 0)
+    ref = torchvision.datasets.ImageFolder(tree)
+    ds = ufspack.MyImageFolder(pack)
+    assert ds.classes == ref.classes and ds.samples == ref.samples and ds.targets == ref.targets
+    for i in range(len(ref)):
+        assert np.array_equal(np.asarray(ds[i][0]), np.asarray(ref[i][0]))
+    # A class sorting first would relabel the others: refused, then accepted.
+    os.makedirs(os.path.join(tree, "a_first"))
+    shutil.copy(os.path.join(tree, "class0", "img1.jpg"), os.path.join(tree, "a_first", "y.jpg"))
+    with pytest.raises(ValueError, match="sorts before existing classes"):
+        ufspack.append(pack, tree)
+    s = ufspack.append(pack, tree, relabel=True)
+    assert s["relabeled_classes"] == 4 and s["parts"] == 3
+    ref = torchvision.datasets.ImageFolder(tree)
+    ds = ufspack.MyImageFolder(pack)
+    assert ds.classes == ref.classes and ds.samples == ref.samples and ds.targets == ref.targets
+    assert ufspack.append(pack, tree)["appended"] == 0

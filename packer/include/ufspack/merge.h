@@ -1,5 +1,7 @@
 // Copyright 2026 The ufspack Authors.
 //
+// MergePacks and AppendPack (below).
+//
 // MergePacks: `ufspack merge PART... -o OUT`.  Publishes one logical pack
 // over several packs (its parts) without copying their records: OUT gets a
 // manifest.ufs (docs/format.md, "Merged packs") naming each part by its
@@ -33,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "ufspack/builder.h"
 #include "ufspack/export.h"
 #include "ufspack/status.h"
 #include "ufspack/types.h"
@@ -54,6 +57,56 @@ struct MergeSummary {
 UFSPACK_EXPORT Status MergePacks(const std::vector<std::string>& parts,
                                  const std::string& out_dir,
                                  MergeSummary* summary);
+
+// AppendPack: `ufspack append PACK DIR`.  Adds to the pack in directory
+// `pack` (a single pack or a merged one) every file of the ImageFolder tree
+// `dir` whose name the pack lacks, without rewriting anything the pack
+// holds: the new files become a new part, PACK/append-XXXXXX, and
+// PACK/manifest.ufs (written beside a single pack's files, or replacing a
+// merged pack's manifest) lists the records in ImageFolder's order of
+// `dir`: the pack then reads as a build of `dir` would (classes, order,
+// labels), plus any of its records whose files are gone from `dir`, kept
+// where they were.  Files are selected as the pack's were (its flat mode
+// and extensions); a file whose name the pack already holds keeps its
+// packed bytes, even if it changed (rebuild to pick up changes).
+//
+// Labels follow ImageFolder's sorted class order.  A new class that sorts
+// before an existing one would change existing labels: refused with
+// InvalidArgument naming the classes, unless options.relabel (the manifest
+// then maps the old parts' labels; no record is rewritten).
+//
+// Crash-safe: the new part is complete before the manifest is renamed into
+// place, so at every instant PACK opens as before or as after; readers that
+// opened PACK before keep reading what they opened.  A crash leaves at most
+// an unreferenced append-* directory, which the next append removes.  PACK
+// is locked (as by a build) for the duration.  Nothing to append (every
+// file already packed) writes nothing and reports appended == 0.
+struct AppendOptions {
+  // How the new files are read (threads, compression, skip_unreadable,
+  // progress, cancel); the file selection (flat, extensions) is the pack's.
+  BuildOptions build;
+  bool relabel = false;
+};
+
+struct AppendSummary {
+  std::string manifest_path;
+  std::string part_dir;  // the new part, empty when nothing was appended
+  PackId pack_id;
+  uint64_t appended = 0;  // records added
+  uint64_t records = 0;   // records in the pack after the append
+  uint64_t new_classes = 0;
+  uint64_t relabeled_classes = 0;  // existing classes whose label changed
+  uint64_t kept = 0;  // records of the pack no longer under `dir`, kept
+  uint64_t parts = 0;
+  uint64_t segments = 0;
+  std::vector<std::string> warnings;
+  double seconds = 0;
+};
+
+UFSPACK_EXPORT Status AppendPack(const std::string& pack,
+                                 const std::string& dir,
+                                 const AppendOptions& options,
+                                 AppendSummary* summary);
 
 }  // namespace ufspack
 

@@ -302,8 +302,11 @@ class UFSPACK_EXPORT Reader {
                            std::unique_ptr<Reader>* reader);
   // The part holding global record `i` (opened on first use) and the
   // record's index within it.
-  Status PartFor(uint64_t i, const Reader** part, uint64_t* local) const;
+  Status PartFor(uint64_t i, const Reader** part, uint64_t* local,
+                 size_t* k = nullptr) const;
   Status OpenPart(size_t k, const Reader** part) const;
+  // The global index of record `local` of part `k`.
+  uint64_t GlobalIndex(size_t k, uint64_t local) const;
   Status MergedGetRecord(uint64_t i, Record* record) const;
   Status MergedFind(std::string_view name, uint64_t* index) const;
   Status MergedCheckIndex() const;

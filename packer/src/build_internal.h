@@ -1,0 +1,31 @@
+// Copyright 2026 The ufspack Authors.
+//
+// The steps of BuildPack that `ufspack append` reuses on a scan of its own
+// (packer/src/append.cc).  Internal to the packer (not installed).
+//
+// Thread safety: as BuildPack (reentrant; a PackWriter is one thread's).
+#ifndef UFSPACK_PACKER_SRC_BUILD_INTERNAL_H_
+#define UFSPACK_PACKER_SRC_BUILD_INTERNAL_H_
+
+#include "ufspack/builder.h"
+#include "ufspack/scan.h"
+#include "ufspack/status.h"
+
+namespace ufspack {
+namespace internal {
+
+// Declares scan.classes on `writer` and sets the source metadata (root,
+// extension selection).
+Status DescribeSource(const ScanResult& scan, const BuildOptions& options,
+                      PackWriter* writer);
+
+// Reads scan.entries (with options.threads in flight), adds them to
+// `writer` in order and publishes the pack (Finish); fills *summary.  On
+// error the writer is abandoned and its directory left as it was.
+Status PackRecords(const ScanResult& scan, const BuildOptions& options,
+                   PackWriter* writer, BuildSummary* summary);
+
+}  // namespace internal
+}  // namespace ufspack
+
+#endif  // UFSPACK_PACKER_SRC_BUILD_INTERNAL_H_
