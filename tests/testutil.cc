@@ -276,7 +276,12 @@ std::vector<std::string> PackTempFiles(const std::string& dir) {
   while (dirent* e = readdir(d)) {
     std::string n = e->d_name;
     if (n.rfind(".data.ufs.tmp-", 0) == 0 ||
-        n.rfind(".index.ufs.tmp-", 0) == 0 || n == ".data.ufs.prev") {
+        n.rfind(".index.ufs.tmp-", 0) == 0 ||
+        n.rfind(".records.ufs.tmp-", 0) == 0 ||
+        n.rfind(".names.ufs.tmp-", 0) == 0 ||
+        n.rfind(".hashes.ufs.tmp-", 0) == 0 ||
+        n.rfind(".lookup.ufs.tmp-", 0) == 0 ||
+        n.rfind(".manifest.ufs.tmp-", 0) == 0 || n == ".data.ufs.prev") {
       out.push_back(n);
     }
   }

@@ -26,6 +26,7 @@
 #include "publish.h"
 #include "read_ahead.h"
 #include "source_file.h"
+#include "spill.h"
 #include "ufspack/coding.h"
 #include "ufspack/format.h"
 #include "ufspack/manifest.h"
@@ -110,6 +111,15 @@ Status PackWriter::Create(const std::string& out_dir_in,
       out_dir, internal::kDataTmpPrefix, &w->data_fd_, &w->data_tmp_));
   UFSPACK_RETURN_IF_ERROR(internal::CreateTemp(
       out_dir, internal::kIndexTmpPrefix, &w->index_fd_, &w->index_tmp_));
+  w->records_file_ = std::make_unique<internal::SpillFile>();
+  w->names_file_ = std::make_unique<internal::SpillFile>();
+  w->hashes_file_ = std::make_unique<internal::SpillFile>();
+  UFSPACK_RETURN_IF_ERROR(
+      w->records_file_->Create(out_dir, internal::kRecordsTmpPrefix));
+  UFSPACK_RETURN_IF_ERROR(
+      w->names_file_->Create(out_dir, internal::kNamesTmpPrefix));
+  UFSPACK_RETURN_IF_ERROR(
+      w->hashes_file_->Create(out_dir, internal::kHashesTmpPrefix));
   // Placeholder header; the pack id is patched in by Finish().
   DataHeader header;
   std::string h;
@@ -120,7 +130,7 @@ Status PackWriter::Create(const std::string& out_dir_in,
   return Status::OK();
 }
 
-uint64_t PackWriter::record_count() const { return records_.size(); }
+PackWriter::PackWriter() = default;
 
 PackWriter::~PackWriter() {
   if (!finished_) Abandon();
@@ -140,6 +150,9 @@ void PackWriter::Abandon() {
   if (!index_tmp_.empty()) ::unlink(index_tmp_.c_str());
   data_tmp_.clear();
   index_tmp_.clear();
+  for (auto* f : {&records_file_, &names_file_, &hashes_file_, &lookup_file_}) {
+    if (*f) (*f)->Remove();
+  }
   if (status_.ok() && !finished_) status_ = Status::Aborted("pack abandoned");
 }
 
@@ -184,17 +197,17 @@ Status PackWriter::AddClass(std::string_view name) {
     return Fail(Status::InvalidArgument("class name too long"));
   }
   ClassEntry c;
-  c.name_offset = names_.size();
+  c.name_offset = names_file_->size();
   c.name_length = static_cast<uint32_t>(name.size());
-  c.first_record = records_.size();
-  names_.append(name);
+  c.first_record = record_count_;
+  UFSPACK_RETURN_IF_ERROR(Spill(names_file_.get(), name.data(), name.size()));
   classes_.push_back(c);
   return Status::OK();
 }
 
 Status PackWriter::CheckRecord(uint32_t label, std::string_view name) {
   UFSPACK_RETURN_IF_ERROR(CheckLabel(label, name));
-  if (records_.size() >= kMaxRecords) {
+  if (record_count_ >= kMaxRecords) {
     return Fail(Status::InvalidArgument("too many records (format limit " +
                                         std::to_string(kMaxRecords) + ")"));
   }
@@ -217,10 +230,10 @@ Status PackWriter::CheckLabel(uint32_t label, std::string_view name) {
         std::string(name) + ": label " + std::to_string(label) + " but only " +
         std::to_string(classes_.size()) + " classes declared"));
   }
-  if (!records_.empty() && label < records_.back().label) {
+  if (record_count_ > 0 && label < last_label_) {
     return Fail(Status::InvalidArgument(
         std::string(name) + ": label " + std::to_string(label) +
-        " after label " + std::to_string(records_.back().label) +
+        " after label " + std::to_string(last_label_) +
         " (records must be added class by class)"));
   }
   return Status::OK();
@@ -234,14 +247,29 @@ Status PackWriter::AppendEntry(std::string_view name, uint32_t label,
   e.stored_length = stored;
   e.original_length = original;
   e.checksum = checksum;
-  e.name_offset = names_.size();
+  e.name_offset = names_file_->size();
   e.name_length = static_cast<uint32_t>(name.size());
   e.label = label;
-  e.name_hash = NameHashTag(NameHash(name));
+  const uint64_t hash = NameHash(name);
+  e.name_hash = NameHashTag(hash);
   e.codec = codec;
-  names_.append(name);
-  records_.push_back(e);
+  std::string entry;
+  e.EncodeTo(&entry);
+  char h[8];
+  EncodeFixed64(h, hash);
+  UFSPACK_RETURN_IF_ERROR(Spill(names_file_.get(), name.data(), name.size()));
+  UFSPACK_RETURN_IF_ERROR(
+      Spill(records_file_.get(), entry.data(), entry.size()));
+  UFSPACK_RETURN_IF_ERROR(Spill(hashes_file_.get(), h, sizeof(h)));
+  ++record_count_;
+  last_label_ = label;
   if (!options_.flat) classes_[label].record_count++;
+  return Status::OK();
+}
+
+Status PackWriter::Spill(internal::SpillFile* file, const void* p, size_t n) {
+  Status s = file->Append(p, n);
+  if (!s.ok()) return Fail(s);
   return Status::OK();
 }
 
@@ -322,83 +350,121 @@ Status PackWriter::Finish(PackId* pack_id) {
   if (finished_) return Status::InvalidArgument("Finish() called twice");
   UFSPACK_RETURN_IF_ERROR(FlushData());
   IndexHeader header;
-  std::string body;
-  UFSPACK_RETURN_IF_ERROR(EncodeIndex(&header, &body));
-  UFSPACK_RETURN_IF_ERROR(WriteHeadersAndIndex(header, body));
+  std::string classes, meta;
+  UFSPACK_RETURN_IF_ERROR(EncodeIndex(&header, &classes, &meta));
+  UFSPACK_RETURN_IF_ERROR(WriteHeadersAndIndex(header, classes, meta));
   UFSPACK_RETURN_IF_ERROR(Publish());
   finished_ = true;
   if (pack_id != nullptr) *pack_id = header.pack_id;
   return Status::OK();
 }
 
-Status PackWriter::EncodeIndex(IndexHeader* h, std::string* body) {
-  // Lookup table: open addressing, linear probing, slots hold index + 1.
-  const uint64_t n = records_.size();
-  const uint64_t slots = LookupSlotsFor(n);
-  std::vector<uint32_t> table(slots, 0);
-  for (uint64_t i = 0; i < n; ++i) {
-    const RecordEntry& e = records_[i];
-    std::string_view name(names_.data() + e.name_offset, e.name_length);
-    uint64_t pos = LookupHome(NameHash(name), slots);
-    while (table[pos] != 0) {
-      const RecordEntry& o = records_[table[pos] - 1];
-      if (o.name_hash == e.name_hash &&
-          std::string_view(names_.data() + o.name_offset, o.name_length) ==
-              name) {
-        return Fail(Status::InvalidArgument("duplicate record name '" +
-                                            std::string(name) + "'"));
-      }
-      pos = (pos + 1) & (slots - 1);
-    }
-    table[pos] = static_cast<uint32_t>(i + 1);
-  }
+// The lookup table's stripe (spill.h): 2^22 slots, 32 MiB of working
+// memory, whatever the record count; packs of up to 2^21 records are built
+// in one stripe.
+constexpr uint64_t kLookupStripeSlots = uint64_t{1} << 22;
 
-  // Index body: records | classes | lookup | names, contiguous after the
-  // header.
+Status PackWriter::EncodeIndex(IndexHeader* h, std::string* classes,
+                               std::string* meta) {
+  for (auto* f : {&records_file_, &names_file_, &hashes_file_}) {
+    Status s = (*f)->Flush();
+    if (!s.ok()) return Fail(s);
+  }
+  // Lookup table: open addressing, linear probing, slots hold index + 1,
+  // built in bounded memory from the spilled hashes into a scratch file.
+  const uint64_t n = record_count_;
+  const uint64_t slots = LookupSlotsFor(n);
+  auto name_of = [&](uint64_t i, std::string* name) -> Status {
+    char buf[RecordEntry::kEncodedLength];
+    UFSPACK_RETURN_IF_ERROR(
+        records_file_->ReadAt(i * sizeof(buf), sizeof(buf), buf));
+    std::string_view in(buf, sizeof(buf));
+    RecordEntry e;
+    UFSPACK_RETURN_IF_ERROR(e.DecodeFrom(&in));
+    name->resize(e.name_length);
+    return names_file_->ReadAt(e.name_offset, e.name_length, name->data());
+  };
+  auto check_distinct = [&](uint64_t a, uint64_t b) -> Status {
+    std::string x, y;
+    UFSPACK_RETURN_IF_ERROR(name_of(a, &x));
+    UFSPACK_RETURN_IF_ERROR(name_of(b, &y));
+    if (x == y) {
+      return Status::InvalidArgument("duplicate record name '" + x + "'");
+    }
+    return Status::OK();
+  };
+  lookup_file_ = std::make_unique<internal::SpillFile>();
+  Status s = lookup_file_->Create(out_dir_, internal::kLookupTmpPrefix);
+  if (s.ok()) {
+    s = internal::BuildLookupTable(n, *hashes_file_, check_distinct,
+                                   kLookupStripeSlots, lookup_file_.get());
+  }
+  if (!s.ok()) return Fail(s);
+  hashes_file_->Remove();
+
+  // Index body: records | classes | lookup | names | meta, contiguous
+  // after the header.
   h->optional_flags = options_.flat ? kOptionalFlagFlat : 0;
   h->record_size = RecordEntry::kEncodedLength;
   h->record_count = n;
   h->class_count = classes_.size();
   h->data_size = data_offset_;
-  body->reserve(n * RecordEntry::kEncodedLength +
-                classes_.size() * ClassEntry::kEncodedLength + slots * 4 +
-                names_.size());
-  uint64_t base = IndexHeader::kEncodedLength;
-  h->records.offset = base;
-  for (const RecordEntry& e : records_) e.EncodeTo(body);
-  h->records.size = body->size();
-  h->classes.offset = base + body->size();
   // Records are added class by class, so class c starts after the records
   // of every class before it (classes may be declared before any record).
   uint64_t first = 0;
   for (ClassEntry& c : classes_) {
     c.first_record = first;
     first += c.record_count;
-    c.EncodeTo(body);
+    c.EncodeTo(classes);
   }
-  h->classes.size = base + body->size() - h->classes.offset;
-  h->lookup.offset = base + body->size();
-  for (uint32_t v : table) PutFixed32(body, v);
-  h->lookup.size = base + body->size() - h->lookup.offset;
-  h->names.offset = base + body->size();
-  body->append(names_);
-  h->names.size = names_.size();
-  h->meta.offset = base + body->size();
-  EncodeMetadata(metadata_, body);
-  h->meta.size = base + body->size() - h->meta.offset;
-  h->index_size = base + body->size();
-  h->body_checksum = Checksum64(body->data(), body->size());
+  EncodeMetadata(metadata_, meta);
+  uint64_t at = IndexHeader::kEncodedLength;
+  auto place = [&](Section* sec, uint64_t size) {
+    sec->offset = at;
+    sec->size = size;
+    at += size;
+  };
+  place(&h->records, records_file_->size());
+  place(&h->classes, classes->size());
+  place(&h->lookup, slots * 4);
+  place(&h->names, names_file_->size());
+  place(&h->meta, meta->size());
+  h->index_size = at;
+  // The body checksum and the pack id, streamed over the sections in order.
   // The pack id is derived from the index body, which holds every record's
   // checksum: the same input gives the same id, different packs differ.
-  h->pack_id = PackId::Of(body->data(), body->size());
-  Status s = h->ValidateLayout();
+  std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> sum(
+      XXH3_createState(), XXH3_freeState),
+      id(XXH3_createState(), XXH3_freeState);
+  if (!sum || !id) return Fail(Status::IOError("out of memory (XXH3 state)"));
+  XXH3_64bits_reset(sum.get());
+  XXH3_128bits_reset(id.get());
+  auto feed = [&](const char* p, size_t len) -> Status {
+    XXH3_64bits_update(sum.get(), p, len);
+    XXH3_128bits_update(id.get(), p, len);
+    return Status::OK();
+  };
+  s = records_file_->ForEachPiece(feed);
+  if (s.ok()) s = feed(classes->data(), classes->size());
+  if (s.ok()) s = lookup_file_->ForEachPiece(feed);
+  if (s.ok()) s = names_file_->ForEachPiece(feed);
+  if (s.ok()) s = feed(meta->data(), meta->size());
+  if (!s.ok()) return Fail(s);
+  h->body_checksum = XXH3_64bits_digest(sum.get());
+  const XXH128_hash_t digest = XXH3_128bits_digest(id.get());
+  char idbuf[16];
+  EncodeFixed64(idbuf, digest.low64);
+  EncodeFixed64(idbuf + 8, digest.high64);
+  std::memcpy(h->pack_id.bytes.data(), idbuf, 16);
+  s = h->ValidateLayout();
   if (!s.ok()) return Fail(s.WithContext("internal error"));
   return Status::OK();
 }
 
 // Steps 6 and 7 of docs/format.md, "Publishing a pack".
 Status PackWriter::WriteHeadersAndIndex(const IndexHeader& h,
-                                        const std::string& body) {
+                                        const std::string& classes,
+                                        const std::string& meta) {
   DataHeader dh;
   dh.pack_id = h.pack_id;
   std::string dbytes;
@@ -411,13 +477,23 @@ Status PackWriter::WriteHeadersAndIndex(const IndexHeader& h,
   std::string header;
   h.EncodeTo(&header);
   s = internal::WriteAll(index_fd_, header.data(), header.size(), index_tmp_);
+  if (s.ok()) s = records_file_->CopyTo(index_fd_, index_tmp_);
   if (s.ok()) {
-    s = internal::WriteAll(index_fd_, body.data(), body.size(), index_tmp_);
+    s = internal::WriteAll(index_fd_, classes.data(), classes.size(),
+                           index_tmp_);
+  }
+  if (s.ok()) s = lookup_file_->CopyTo(index_fd_, index_tmp_);
+  if (s.ok()) s = names_file_->CopyTo(index_fd_, index_tmp_);
+  if (s.ok()) {
+    s = internal::WriteAll(index_fd_, meta.data(), meta.size(), index_tmp_);
   }
   if (s.ok()) s = internal::SyncFile(index_fd_, index_tmp_);
   if (s.ok()) s = internal::CloseFile(&data_fd_, data_tmp_);
   if (s.ok()) s = internal::CloseFile(&index_fd_, index_tmp_);
   if (!s.ok()) return Fail(s);
+  for (auto* f : {&records_file_, &names_file_, &lookup_file_}) {
+    (*f)->Remove();
+  }
   return Status::OK();
 }
 

@@ -40,7 +40,11 @@ Status MakeDirs(const std::string& path) {
 bool IsTempName(std::string_view name) {
   return name.rfind(kDataTmpPrefix, 0) == 0 ||
          name.rfind(kIndexTmpPrefix, 0) == 0 ||
-         name.rfind(kManifestTmpPrefix, 0) == 0;
+         name.rfind(kManifestTmpPrefix, 0) == 0 ||
+         name.rfind(kRecordsTmpPrefix, 0) == 0 ||
+         name.rfind(kNamesTmpPrefix, 0) == 0 ||
+         name.rfind(kHashesTmpPrefix, 0) == 0 ||
+         name.rfind(kLookupTmpPrefix, 0) == 0;
 }
 
 void RemoveStaleTemps(int dir_fd) {

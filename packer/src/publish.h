@@ -35,6 +35,12 @@ inline constexpr char kDataTmpPrefix[] = ".data.ufs.tmp-";
 inline constexpr char kIndexTmpPrefix[] = ".index.ufs.tmp-";
 // The temporary manifest of `ufspack merge` (MergePacks).
 inline constexpr char kManifestTmpPrefix[] = ".manifest.ufs.tmp-";
+// PackWriter's scratch files (spill.h): the record table, the name pool and
+// the name hashes while a pack is built, and the lookup table at the end.
+inline constexpr char kRecordsTmpPrefix[] = ".records.ufs.tmp-";
+inline constexpr char kNamesTmpPrefix[] = ".names.ufs.tmp-";
+inline constexpr char kHashesTmpPrefix[] = ".hashes.ufs.tmp-";
+inline constexpr char kLookupTmpPrefix[] = ".lookup.ufs.tmp-";
 
 // True for the names a pack's files take in its directory while it is
 // built and after: data.ufs, index.ufs, manifest.ufs and the temporaries.

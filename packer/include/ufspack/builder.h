@@ -48,10 +48,14 @@
 
 namespace ufspack {
 
-// On-disk entries (reader/internal/ufspack/format.h): internal.
+// On-disk entries (reader/internal/ufspack/format.h) and the scratch files
+// of packer/src/spill.h: internal.
 struct RecordEntry;
 struct IndexHeader;
 struct ClassEntry;
+namespace internal {
+class SpillFile;
+}  // namespace internal
 
 struct PackWriterOptions {
   // Store a record as zstd when that makes it smaller; otherwise raw.
@@ -118,12 +122,12 @@ class UFSPACK_EXPORT PackWriter {
 
   // The first error, sticky: once set, every call returns it.
   const Status& status() const { return status_; }
-  uint64_t record_count() const;
+  uint64_t record_count() const { return record_count_; }
   uint64_t data_bytes() const { return data_offset_; }
   const std::string& out_dir() const { return out_dir_; }
 
  private:
-  PackWriter() = default;
+  PackWriter();
   Status CheckLabel(uint32_t label, std::string_view name);
   // CheckLabel plus the format's record count and name length limits.
   Status CheckRecord(uint32_t label, std::string_view name);
@@ -131,11 +135,15 @@ class UFSPACK_EXPORT PackWriter {
                      uint64_t stored, uint64_t original, uint64_t checksum);
   Status WriteData(const char* p, size_t n);
   Status FlushData();
-  // Finish(), step by step: the index in memory, the files written and
-  // synced, the pack published (docs/format.md, "Publishing a pack").
-  Status EncodeIndex(IndexHeader* header, std::string* body);
+  Status Spill(internal::SpillFile* file, const void* p, size_t n);
+  // Finish(), step by step: the lookup table and the index header from the
+  // scratch files, the files written and synced, the pack published
+  // (docs/format.md, "Publishing a pack").
+  Status EncodeIndex(IndexHeader* header, std::string* classes,
+                     std::string* meta);
   Status WriteHeadersAndIndex(const IndexHeader& header,
-                              const std::string& body);
+                              const std::string& classes,
+                              const std::string& meta);
   Status Publish();
   Status Fail(Status s);
 
@@ -148,9 +156,14 @@ class UFSPACK_EXPORT PackWriter {
   std::string index_tmp_;
   std::string buffer_;
   uint64_t data_offset_ = 0;  // logical size of data.ufs so far
-  std::vector<RecordEntry> records_;
+  // The index grows in scratch files, not in memory (docs/scale.md): the
+  // record table, the name pool (class and record names in the order
+  // added) and each record's NameHash, for the lookup table.
+  std::unique_ptr<internal::SpillFile> records_file_, names_file_, hashes_file_,
+      lookup_file_;
+  uint64_t record_count_ = 0;
+  uint32_t last_label_ = 0;
   std::vector<ClassEntry> classes_;
-  std::string names_;
   std::map<std::string, std::string> metadata_;
   Status status_;
   bool finished_ = false;

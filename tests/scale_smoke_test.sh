@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Smoke test of the scale benchmark (bench/scale_bench, docs/scale.md): a
+# small run of each of its commands, checking that each prints its JSON and
+# that the figures are sane.  The full runs (10M and 100M records) are the
+# opt-in commands in docs/scale.md.
+#
+#   bash tests/scale_smoke_test.sh <scale_bench binary>
+set -euo pipefail
+BENCH=$1
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/ufspack-scale-XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+
+check() {  # check <json> <python expression over j>
+  python3 -c 'import json, sys; j = json.loads(sys.argv[1]); assert eval(sys.argv[2]), (sys.argv[2], j)' "$1" "$2"
+}
+
+b=$("$BENCH" build "$TMP/p" --records 300000 --classes 100)
+echo "$b"
+check "$b" 'j["records"] == 300000 and j["peak_rss_bytes"] < (256 << 20) and 80 < j["index_bytes_per_record"] < 100'
+r=$("$BENCH" read "$TMP/p" --ops 50000 --threads 2)
+echo "$r"
+check "$r" 'j["records"] == 300000 and j["getrecord_per_s"] > 0 and j["find_per_s"] > 0 and j["read_per_s"] > 0'
+m=$("$BENCH" merge "$TMP/m" --parts 100 --records 5)
+echo "$m"
+check "$m" 'j["parts"] == 100 and j["records"] == 500 and j["manifest_bytes"] > 100 * 64'
+echo "scale smoke test: ok"
