@@ -42,6 +42,13 @@ Status Warmup(const std::string& pack_path, const std::shared_ptr<Cache>& cache,
   ro.cache = cache;
   std::unique_ptr<Reader> reader;
   UFSPACK_RETURN_IF_ERROR(Reader::Open(pack_path, ro, &reader));
+  if (reader->info().part_count > 0) {
+    return Status::NotSupported(
+        pack_path + ": a merged pack (" +
+        std::to_string(reader->info().part_count) +
+        " parts): warm up each part instead (reading the merged pack "
+        "through the cache fills it part by part)");
+  }
   if (reader->offline()) {
     return Status::IOError(reader->info().data_path +
                            ": source unreachable; nothing to warm up from");
@@ -131,16 +138,16 @@ Status Warmup(const std::string& pack_path, const std::shared_ptr<Cache>& cache,
       if (s.ok()) {
         std::vector<cache_internal::Table::PutResult> results;
         pack->PutMany(items, &results);
-        for (size_t k = 0; k < items.size(); ++k) {
-          if (results[k] == cache_internal::Table::PutResult::kStored) {
+        for (size_t j = 0; j < items.size(); ++j) {
+          if (results[j] == cache_internal::Table::PutResult::kStored) {
             added.fetch_add(1);
-          } else if (results[k] == cache_internal::Table::PutResult::kRefused) {
+          } else if (results[j] == cache_internal::Table::PutResult::kRefused) {
             refused.fetch_add(1);
             full.store(true);
-          } else if (results[k] == cache_internal::Table::PutResult::kFailed) {
+          } else if (results[j] == cache_internal::Table::PutResult::kFailed) {
             failed.store(true);  // the cache's disk: warned about by the tier
           }
-          bytes_done.fetch_add(items[k].length);
+          bytes_done.fetch_add(items[j].length);
         }
       }
       if (!s.ok()) {

@@ -310,19 +310,9 @@ int CmdBuild(const Argv& argv) {
     return rc;
   }
   options.threads = threads;
-  if (compress == "zstd" || compress.rfind("zstd:", 0) == 0) {
-    options.writer.compress = true;
-    if (compress.size() > 5) {
-      uint64_t level = 0;
-      if (!ParseUint(compress.substr(5), &level) || level < 1 || level > 19) {
-        return Usage("build",
-                     "--compress zstd:<level> takes a level from 1 to 19");
-      }
-      options.writer.zstd_level = static_cast<int>(level);
-    }
-  } else if (compress != "none") {
-    return Usage("build", "--compress takes 'none' or 'zstd[:level]', not '" +
-                              compress + "'");
+  if (int rc = CompressOption("build", compress, &options.writer);
+      rc != kExitOk) {
+    return rc;
   }
   if (extensions_opt->count() > 0) {
     options.scan.extensions.clear();

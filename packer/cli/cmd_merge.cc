@@ -176,19 +176,9 @@ int CmdAppend(const Argv& argv) {
     return rc;
   }
   options.build.threads = threads;
-  if (compress == "zstd" || compress.rfind("zstd:", 0) == 0) {
-    options.build.writer.compress = true;
-    if (compress.size() > 5) {
-      uint64_t level = 0;
-      if (!ParseUint(compress.substr(5), &level) || level < 1 || level > 19) {
-        return Usage("append",
-                     "--compress zstd:<level> takes a level from 1 to 19");
-      }
-      options.build.writer.zstd_level = static_cast<int>(level);
-    }
-  } else if (compress != "none") {
-    return Usage("append", "--compress takes 'none' or 'zstd[:level]', not '" +
-                               compress + "'");
+  if (int rc = CompressOption("append", compress, &options.build.writer);
+      rc != kExitOk) {
+    return rc;
   }
   options.build.skip_unreadable = skip;
   options.relabel = relabel;

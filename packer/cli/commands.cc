@@ -112,6 +112,24 @@ int ThreadsOption(const std::string& cmd, const CLI::Option* option,
   return kExitOk;
 }
 
+int CompressOption(const std::string& cmd, const std::string& text,
+                   PackWriterOptions* writer) {
+  if (text == "none") return kExitOk;
+  if (text != "zstd" && text.rfind("zstd:", 0) != 0) {
+    return Usage(
+        cmd, "--compress takes 'none' or 'zstd[:level]', not '" + text + "'");
+  }
+  writer->compress = true;
+  if (text.size() > 5) {
+    uint64_t level = 0;
+    if (!ParseUint(text.substr(5), &level) || level < 1 || level > 19) {
+      return Usage(cmd, "--compress zstd:<level> takes a level from 1 to 19");
+    }
+    writer->zstd_level = static_cast<int>(level);
+  }
+  return kExitOk;
+}
+
 int OpenPack(const std::string& path, const ReaderOptions& options,
              std::unique_ptr<Reader>* reader) {
   Status s = Reader::Open(path, options, reader);

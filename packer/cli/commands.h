@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "ufspack/builder.h"
 #include "ufspack/cache.h"
 #include "ufspack/reader.h"
 #include "ufspack/status.h"
@@ -85,6 +86,11 @@ int Usage(const std::string& cmd, const std::string& message);
 int ThreadsOption(const std::string& cmd, const CLI::Option* option,
                   const std::string& text, int default_threads, int max,
                   int* threads);
+// Sets writer->compress and zstd_level from `--compress` (`text`: "none",
+// "zstd" or "zstd:<level>", level 1-19).  Returns kExitOk, or the usage
+// error's exit status after printing it for `cmd`.
+int CompressOption(const std::string& cmd, const std::string& text,
+                   PackWriterOptions* writer);
 // Opens a pack; on failure prints the error and returns its exit code.
 int OpenPack(const std::string& path, const ReaderOptions& options,
              std::unique_ptr<Reader>* reader);

@@ -872,6 +872,7 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
   BuildOptions options = options_in;
   options.writer.flat = options.scan.flat;
   if (options.skip_unreadable) options.scan.skip_unreadable = true;
+  options.scan.threads = std::min(options.threads, 64);
   if (options.threads < 1) {
     return Status::InvalidArgument("--threads must be at least 1");
   }

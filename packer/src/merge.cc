@@ -26,6 +26,7 @@
 #include "ufspack/file.h"
 #include "ufspack/format.h"
 #include "ufspack/manifest.h"
+#include "ufspack/parallel.h"
 #include "ufspack/reader.h"
 #include "ufspack/scan.h"
 #include "ufspack/text.h"
@@ -682,11 +683,18 @@ Status AppendPack(const std::string& pack_in, const std::string& dir,
   ScanResult delta;
   delta.root = scan.root;
   delta.classes = flat ? std::vector<std::string>() : classes;
+  // The lookups (one per file of the tree) on the build's threads.
+  std::vector<uint64_t> found_at(scan.entries.size(), 0);
+  std::vector<Status> lookups(scan.entries.size());
+  ParallelFor(scan.entries.size(),
+              std::max(1, std::min(options.build.threads, 64)), [&](size_t k) {
+                lookups[k] = base->Find(scan.entries[k].name, &found_at[k]);
+              });
   int64_t last = -1;
   for (size_t k = 0; k < scan.entries.size(); ++k) {
     const ScanEntry& e = scan.entries[k];
-    uint64_t found = 0;
-    Status s = base->Find(e.name, &found);
+    const uint64_t found = found_at[k];
+    const Status& s = lookups[k];
     if (s.ok()) {
       if (static_cast<int64_t>(found) <= last) {
         return Status::InvalidArgument(

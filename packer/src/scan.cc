@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "open_any_length.h"
+#include "ufspack/parallel.h"
 
 namespace ufspack {
 namespace {
@@ -245,7 +247,7 @@ Status ScanTree(const std::string& root_in, const ScanOptions& options_in,
     return PyFsLess(x.rel, y.rel);
   };
   auto emit = [&](std::vector<DirListing>* listings, const std::string& prefix,
-                  uint32_t label) -> uint64_t {
+                  uint32_t label, ScanResult* out) -> uint64_t {
     std::sort(listings->begin(), listings->end(), by_rel);
     uint64_t n = 0;
     for (DirListing& d : *listings) {
@@ -256,7 +258,7 @@ Status ScanTree(const std::string& root_in, const ScanOptions& options_in,
         if (!name.empty() && name[0] == '/') name.erase(0, 1);
         if (!name.empty()) name += '/';
         name += f;
-        result->entries.push_back(ScanEntry{std::move(name), label});
+        out->entries.push_back(ScanEntry{std::move(name), label});
         ++n;
       }
     }
@@ -266,7 +268,7 @@ Status ScanTree(const std::string& root_in, const ScanOptions& options_in,
   if (options.flat) {
     std::vector<DirListing> listings;
     UFSPACK_RETURN_IF_ERROR(walker.Walk(root, "", &listings));
-    emit(&listings, "", 0xFFFFFFFFu);
+    emit(&listings, "", 0xFFFFFFFFu, result);
     return Status::OK();
   }
 
@@ -314,12 +316,42 @@ Status ScanTree(const std::string& root_in, const ScanOptions& options_in,
   if (classes.size() >= 0xFFFFFFFFu) {
     return Status::InvalidArgument(root + ": too many classes");
   }
-  std::vector<std::string> empty;
-  for (uint32_t label = 0; label < classes.size(); ++label) {
-    const std::string& c = classes[label];
+  // The classes are walked concurrently (on a network file system every
+  // directory read is a round trip), each into a result of its own, joined
+  // in class order: the output does not depend on the thread count.
+  struct ClassScan {
+    ScanResult part;
+    Status status;
+    uint64_t count = 0;
+  };
+  std::vector<ClassScan> scans(classes.size());
+  ParallelFor(classes.size(), std::max(1, options.threads), [&](size_t k) {
+    ClassScan& cs = scans[k];
+    Walker w{options, &cs.part, walker.ancestors};
     std::vector<DirListing> listings;
-    UFSPACK_RETURN_IF_ERROR(walker.Walk(root + "/" + c, "", &listings));
-    if (emit(&listings, c, label) == 0) empty.push_back(c);
+    cs.status = w.Walk(root + "/" + classes[k], "", &listings);
+    if (cs.status.ok()) {
+      cs.count =
+          emit(&listings, classes[k], static_cast<uint32_t>(k), &cs.part);
+    }
+  });
+  std::vector<std::string> empty;
+  for (size_t k = 0; k < classes.size(); ++k) {
+    ClassScan& cs = scans[k];
+    for (std::string& w : cs.part.warnings) {
+      result->warnings.push_back(std::move(w));
+    }
+    result->skipped += cs.part.skipped;
+    UFSPACK_RETURN_IF_ERROR(cs.status);
+    if (cs.count == 0) empty.push_back(classes[k]);
+    if (result->entries.empty()) {
+      result->entries = std::move(cs.part.entries);
+    } else {
+      result->entries.insert(result->entries.end(),
+                             std::make_move_iterator(cs.part.entries.begin()),
+                             std::make_move_iterator(cs.part.entries.end()));
+    }
+    cs.part = ScanResult();
   }
   result->classes = std::move(classes);
   if (!empty.empty() && !options.allow_empty) {

@@ -12,6 +12,8 @@
 // from part to part), while the calling thread reports progress and
 // watches the cancel flag.  A part's body is read into the worker's own
 // buffer, so memory is parts_in_flight x part size.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -552,6 +554,13 @@ Status UploadPack(const std::string& local_pack_dir, const std::string& s3_url,
   // descriptor (data) and mapping (index) that are uploaded: a build
   // replacing the pack meanwhile cannot make the two disagree.
   std::string index_path, data_path;
+  struct stat mst;
+  if (::stat((local_pack_dir + "/manifest.ufs").c_str(), &mst) == 0) {
+    return Status::NotSupported(
+        local_pack_dir +
+        ": a merged pack; upload its parts and manifest.ufs with the same "
+        "relative layout instead (each part as a pack, the manifest last)");
+  }
   UFSPACK_RETURN_IF_ERROR(
       ResolvePackPath(local_pack_dir, &index_path, &data_path));
   std::unique_ptr<RandomAccessFile> data;

@@ -11,7 +11,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -492,6 +496,91 @@ TEST(AppendTest, FlatPacksAndForeignOrders) {
     ADD_FAILURE() << n;
 }
 
+// --- What a rank maps
+// ------------------------------------------------------------
+
+// Resident bytes of each mapping of a file named `suffix` under `dir`, by
+// path, from /proc/self/smaps.
+std::map<std::string, uint64_t> MappedIndexes(const std::string& dir) {
+  std::map<std::string, uint64_t> out;
+  std::ifstream in("/proc/self/smaps");
+  std::string line, current;
+  while (std::getline(in, line)) {
+    const size_t slash = line.find('/');
+    if (!line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) &&
+        line.find('-') < line.find(' ')) {
+      current.clear();
+      if (slash != std::string::npos) {
+        const std::string path = line.substr(slash);
+        if (path.rfind(dir, 0) == 0 && path.size() > 10 &&
+            path.compare(path.size() - 10, 10, "/index.ufs") == 0) {
+          current = path;
+          out[current] += 0;
+        }
+      }
+      continue;
+    }
+    unsigned long long kb = 0;
+    if (!current.empty() &&
+        std::sscanf(line.c_str(), "Rss: %llu kB", &kb) == 1) {
+      out[current] += kb * 1024;
+    }
+  }
+  return out;
+}
+
+TEST(RanksTest, AMergedPackMapsOnlyThePartsUsed) {
+  TempDir dir;
+  // Four parts of 20,000 records, part k holding class k of four.
+  constexpr uint64_t kPer = 20000;
+  std::vector<std::string> parts;
+  for (uint32_t k = 0; k < 4; ++k) {
+    parts.push_back(dir / ("parts/p" + std::to_string(k)));
+    std::unique_ptr<PackWriter> w;
+    ASSERT_TRUE(PackWriter::Create(parts.back(), {}, &w).ok());
+    for (int c = 0; c < 4; ++c) {
+      ASSERT_TRUE(w->AddClass("class" + std::to_string(c)).ok());
+    }
+    for (uint64_t i = 0; i < kPer; ++i) {
+      char name[48];
+      std::snprintf(name, sizeof(name), "class%u/r%08llu.jpg", k,
+                    static_cast<unsigned long long>(i));
+      ASSERT_TRUE(w->Add(name, k, std::string(16, static_cast<char>(i))).ok());
+    }
+    ASSERT_TRUE(w->Finish().ok());
+  }
+  MergeSummary summary;
+  ASSERT_TRUE(MergePacks(parts, dir / "merged", &summary).ok());
+  const std::string parts_dir = dir / "parts";
+
+  std::unique_ptr<Reader> r = Open(dir / "merged");
+  // At open: the manifest only; no part's index is mapped.
+  EXPECT_TRUE(MappedIndexes(parts_dir).empty());
+  // A rank reading a contiguous shard inside part 1 maps part 1 alone, and
+  // only the pages its records touch.
+  std::string bytes;
+  for (uint64_t i = kPer + 1000; i < kPer + 3000; ++i) {
+    ASSERT_TRUE(r->Read(i, &bytes).ok());
+  }
+  std::map<std::string, uint64_t> mapped = MappedIndexes(parts_dir);
+  ASSERT_EQ(mapped.size(), 1u);
+  EXPECT_NE(mapped.begin()->first.find("/parts/p1/index.ufs"),
+            std::string::npos);
+  const uint64_t index_size = Open(parts[1])->info().index_size;
+  // 2,000 entries (112 KB) and their names (44 KB), plus the header page,
+  // each region rounded out by the kernel's fault-around (64 KiB by
+  // default): well under the 1.7 MB index.
+  EXPECT_LT(mapped.begin()->second, 512u << 10) << "of " << index_size;
+  EXPECT_GT(index_size, 1u << 20);
+  // A lookup asks only the part of the name's class.
+  uint64_t at = 0;
+  ASSERT_TRUE(r->Find("class3/r00000007.jpg", &at).ok());
+  EXPECT_EQ(at, 3 * kPer + 7);
+  mapped = MappedIndexes(parts_dir);
+  EXPECT_EQ(mapped.size(), 2u);
+  EXPECT_EQ(mapped.count(parts_dir + "/p0/index.ufs"), 0u);
+}
+
 TEST(JoinPartPathTest, LocalAndUrls) {
   std::string out;
   ASSERT_TRUE(JoinPartPath("/a/b", "../p/q", &out).ok());
@@ -538,6 +627,10 @@ TEST(MergeCliTest, BuildPartsMergeAndRead) {
   EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
   test::CommandResult info = RunCli({"info", dir / "merged"});
   EXPECT_TRUE(Contains(info.out, "parts:         3")) << info.out;
+  test::CommandResult warm =
+      RunCli({"warmup", dir / "merged", "--cache", dir / "cache"});
+  EXPECT_NE(warm.exit_code, 0);
+  EXPECT_TRUE(Contains(warm.err, "a merged pack (3 parts)")) << warm.err;
   // A missing part: exit 1 naming it.
   test::RemoveAll(dir / "parts/p1");
   test::CommandResult gone = RunCli({"ls", dir / "merged"});

@@ -60,8 +60,9 @@ std::string Striped(const test::TempDir& dir,
       },
       stripe, &out);
   std::string bytes(out.size(), '\0');
-  if (out.size() > 0)
+  if (out.size() > 0) {
     EXPECT_TRUE(out.ReadAt(0, bytes.size(), bytes.data()).ok());
+  }
   return bytes;
 }
 

@@ -27,10 +27,15 @@ SERVER = os.path.join(HERE, "..", "remote", "static_server.py")
 
 
 @pytest.fixture(scope="module")
-def web(small_pack, tmp_path_factory):
-    """small_pack served at <url>/small.ufspack."""
+def web(small_pack, small_tree, tmp_path_factory):
+    """small_pack served at <url>/small.ufspack, and the same tree built in
+    3 parts and merged at <url>/merged (parts under <url>/parts)."""
     root = str(tmp_path_factory.mktemp("www"))
     shutil.copytree(small_pack, os.path.join(root, "small.ufspack"))
+    parts = [os.path.join(root, "parts", f"p{i}") for i in range(3)]
+    for i, p in enumerate(parts):
+        ufspack.build(small_tree, p, parts=3, part=i, progress=False)
+    ufspack.merge(parts, os.path.join(root, "merged"))
     ready = os.path.join(root, ".ready")
     proc = subprocess.Popen(
         [sys.executable, SERVER, root, "--port-file", ready],
@@ -89,6 +94,23 @@ def test_dataloader_workers_over_http(web, small_tree):
     for i, (x, y) in got.items():
         assert y == ref.targets[i]
         assert torch.equal(x, ref[i][0])
+
+
+def test_merged_pack_over_http(web, small_tree):
+    """A merged pack on a web server: parts found by relative URL, by its
+    prefix (no index.ufs there: the manifest is tried) or by the manifest."""
+    ref = torchvision.datasets.ImageFolder(small_tree)
+    for url in (web + "/merged", web + "/merged/manifest.ufs"):
+        pack = ufspack.Pack(url)
+        assert pack.info["parts"] == 3 and len(pack) == len(ref)
+        ds = ufspack.MyImageFolder(url)
+        assert ds.classes == ref.classes and ds.targets == ref.targets
+        batch = ds.__getitems__(list(range(len(ref))))
+        for i, (img, y) in enumerate(batch):
+            assert y == ref.targets[i]
+            assert img.tobytes() == ref[i][0].tobytes(), i
+        with open(ref.samples[7][0], "rb") as f:
+            assert pack.read(7) == f.read()
 
 
 def test_pack_read_many_is_exact_and_batched(web, small_tree):

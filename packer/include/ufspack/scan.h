@@ -22,7 +22,8 @@
 // An unreadable directory is an error (os.walk silently skips it) unless
 // ScanOptions::skip_unreadable is set.
 //
-// Thread safety: ScanTree is reentrant; it keeps no global state.
+// Thread safety: ScanTree is reentrant; it keeps no global state (it walks
+// the classes on the process-wide pool of ufspack/parallel.h).
 #ifndef UFSPACK_SCAN_H_
 #define UFSPACK_SCAN_H_
 
@@ -56,6 +57,9 @@ struct ScanOptions {
   bool allow_empty = false;
   // An unreadable directory is skipped with a warning instead of failing.
   bool skip_unreadable = false;
+  // Class directories walked concurrently (a network file system answers
+  // each directory read in a round trip).  The result does not depend on it.
+  int threads = 8;
   // A directory never to descend into (the build's output directory), by
   // device and inode; ignored when both are 0.
   dev_t exclude_dev = 0;
