@@ -2,7 +2,6 @@
 //
 // `ufspack build`: packs a directory tree (ImageFolder layout by default),
 // into a local directory or, through a staging directory, to S3.
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "posix_io.h"
 #include "ufspack/builder.h"
 #include "ufspack/reader.h"
 #include "ufspack/remote.h"
@@ -188,11 +188,6 @@ bool IsHttp(const std::string& out) {
   return out.rfind("http://", 0) == 0 || out.rfind("https://", 0) == 0;
 }
 
-int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) {
-  (void)::remove(path);
-  return 0;  // go on: remove what can be removed
-}
-
 // A fresh directory made with mkdtemp under a parent directory, removed
 // with everything in it on destruction.
 class StagingDir {
@@ -200,7 +195,7 @@ class StagingDir {
   StagingDir() = default;
   ~StagingDir() {
     if (!path_.empty()) {
-      ::nftw(path_.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
+      internal::RemoveTree(path_);
     }
   }
   StagingDir(const StagingDir&) = delete;

@@ -57,13 +57,6 @@ Status RealDir(const std::string& path, std::string* out) {
   return Status::OK();
 }
 
-std::string DirName(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
 // `to` relative to `from`, both absolute and normalised (realpath).
 std::string RelativePath(const std::string& from, const std::string& to) {
   auto split = [](const std::string& p) {
@@ -431,15 +424,6 @@ Status MergePacks(const std::vector<std::string>& given,
 
 namespace {
 
-int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) {
-  (void)::remove(path);
-  return 0;  // go on: remove what can be removed
-}
-
-void RemoveTree(const std::string& path) {
-  ::nftw(path.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 constexpr char kAppendPrefix[] = "append-";
 
 // Removes PACK/append-* directories that `referenced` does not name: parts
@@ -459,7 +443,8 @@ void RemoveStaleAppends(const std::string& pack_dir,
     stale.push_back(name);
   }
   ::closedir(d);
-  for (const std::string& name : stale) RemoveTree(pack_dir + "/" + name);
+  for (const std::string& name : stale)
+    internal::RemoveTree(pack_dir + "/" + name);
 }
 
 // The pack's structure as a manifest would list it: its parts (a single
@@ -733,7 +718,7 @@ Status AppendPack(const std::string& pack_in, const std::string& dir,
     const std::string& dir;
     const bool& keep;
     ~PartRemover() {
-      if (!keep) RemoveTree(dir);
+      if (!keep) internal::RemoveTree(dir);
     }
   } remover{part_dir, published};
   BuildOptions bo = options.build;

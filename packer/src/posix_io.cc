@@ -1,6 +1,8 @@
 // Copyright 2026 The ufspack Authors.
 #include "posix_io.h"
 
+#include <ftw.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -8,6 +10,11 @@
 namespace ufspack {
 namespace internal {
 namespace {
+
+int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) {
+  (void)::remove(path);
+  return 0;  // go on: remove what can be removed
+}
 
 Status ErrnoStatus(const std::string& path, const char* op, int err) {
   return Status::FromErrno(path.empty() ? std::string(op) : path + ": " + op,
@@ -61,6 +68,10 @@ Status CloseFile(int* fd, const std::string& path) {
   *fd = -1;
   if (::close(f) != 0) return ErrnoStatus(path, "close", errno);
   return Status::OK();
+}
+
+void RemoveTree(const std::string& path) {
+  ::nftw(path.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 }  // namespace internal

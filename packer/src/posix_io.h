@@ -43,6 +43,10 @@ Status SyncDir(int dir_fd, const std::string& path);
 // even when close reports an error).  "<path>: close: <strerror>".
 Status CloseFile(int* fd, const std::string& path);
 
+// Removes `path` and everything below it (nftw, not following symlinks),
+// best effort: what cannot be removed is left.
+void RemoveTree(const std::string& path);
+
 }  // namespace internal
 }  // namespace ufspack
 

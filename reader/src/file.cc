@@ -262,6 +262,13 @@ void RegisterUrlStorage(const std::string& scheme,
   r.schemes[scheme] = std::move(storage);
 }
 
+std::string DirName(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
 bool IsUrl(const std::string& path) { return !SchemeOf(path).empty(); }
 
 Status OpenRandomAccessFile(const std::string& path,

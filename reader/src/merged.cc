@@ -23,13 +23,6 @@
 namespace ufspack {
 namespace {
 
-std::string DirOf(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
 // "<manifest>: part k (<path>)": how errors name a part.
 std::string PartName(const std::string& manifest, size_t k,
                      const std::string& path) {
@@ -95,7 +88,7 @@ Status Reader::OpenMerged(const std::string& manifest_path,
   parts->options = options;
   parts->remote = IsUrl(manifest_path);
   parts->slots.reset(new internal::PartSlot[m.parts.size()]);
-  const std::string dir = DirOf(manifest_path);
+  const std::string dir = DirName(manifest_path);
   uint64_t data_size = 0, index_size = region->bytes().size();
   for (size_t k = 0; k < m.parts.size(); ++k) {
     UFSPACK_RETURN_IF_ERROR(

@@ -37,13 +37,6 @@ constexpr uint64_t kMaxZstdExpansion = 32768;
 // is caught when it is decoded.
 constexpr uint64_t kMinZstdFrame = 9;
 
-std::string DirName(const std::string& path) {
-  size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
 struct ZstdDCtxDeleter {
   void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }
 };

@@ -99,6 +99,10 @@ UFSPACK_EXPORT void RegisterUrlStorage(const std::string& scheme,
 // registered for its scheme.
 UFSPACK_EXPORT bool IsUrl(const std::string& path);
 
+// The directory part of `path`: "." when it has no '/', "/" for a file in
+// the root ("/x"), else everything before the last '/'.
+UFSPACK_EXPORT std::string DirName(const std::string& path);
+
 // Opens a local path (NewPosixRandomAccessFile) or a URL (its registered
 // storage; NotSupported naming the scheme when none is).
 UFSPACK_EXPORT Status OpenRandomAccessFile(
