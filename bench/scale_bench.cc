@@ -6,11 +6,13 @@
 //       PackWriter over N generated records (names cNNNNN/rNNNNNNNNNN.jpg in
 //       C contiguous classes, B-byte payloads): build time, peak RSS, index
 //       bytes per record.
-//   scale_bench read <pack> [--ops M] [--threads T]
+//   scale_bench read <pack> [--ops M] [--threads T] [--batch B]
 //       Open time (median of 101 opens), then M random GetRecord, Find and
 //       Read calls on T threads, each timed after an untimed pass of the
 //       same calls (page cache and mappings warm: "from page cache"), and
 //       the process's anonymous memory after open and after the calls.
+//       The batched GetRecords and FindMany take --batch B records per call
+//       (default 256, a DataLoader batch), over the same indices.
 //   scale_bench merge <dir> --parts P [--records R]
 //       P separately built packs of R records each (flat), merged: the
 //       merge's time (median of 3) and the merged pack's open time.
@@ -192,6 +194,23 @@ int Read(const std::string& pack, int argc, char** argv) {
     uint64_t at;
     return r->Find(names[k], &at).ok() && at == idx[k];
   };
+  // The batched calls, `batch` records per call (k is the batch number).
+  const uint64_t batch =
+      std::max<uint64_t>(1, Flag(argc, argv, "--batch", 256));
+  const uint64_t batches = ops / batch;
+  std::vector<std::string_view> name_views(names.begin(), names.end());
+  auto get_many = [&](uint64_t k) {
+    thread_local std::vector<ufspack::Record> recs;
+    recs.resize(batch);
+    return r->GetRecords(&idx[k * batch], batch, recs.data()).ok();
+  };
+  auto find_many = [&](uint64_t k) {
+    thread_local std::vector<uint64_t> at;
+    at.resize(batch);
+    if (!r->FindMany(&name_views[k * batch], batch, at.data()).ok())
+      return false;
+    return std::equal(at.begin(), at.end(), idx.begin() + k * batch);
+  };
   auto read = [&](uint64_t k) {
     thread_local std::string bytes;
     return r->Read(idx[k], &bytes).ok();
@@ -202,6 +221,10 @@ int Read(const std::string& pack, int argc, char** argv) {
   const double get_rate = Rate(ops, threads, get);
   Rate(ops, threads, find);
   const double find_rate = Rate(ops, threads, find);
+  Rate(batches, threads, get_many);
+  const double get_many_rate = Rate(batches, threads, get_many) * batch;
+  Rate(batches, threads, find_many);
+  const double find_many_rate = Rate(batches, threads, find_many) * batch;
   Rate(ops, threads, read);
   const double read_rate = Rate(ops, threads, read);
   uint64_t rss1, priv1;
@@ -209,16 +232,22 @@ int Read(const std::string& pack, int argc, char** argv) {
   std::printf(
       "{\"records\":%llu,\"open_us_median\":%.1f,\"open_us_max\":%.1f,"
       "\"threads\":%d,\"ops\":%llu,\"getrecord_per_s\":%.0f,"
-      "\"find_per_s\":%.0f,\"read_per_s\":%.0f,\"anon_bytes_after_open\":"
+      "\"find_per_s\":%.0f,\"batch\":%llu,\"getrecords_per_s\":%.0f,"
+      "\"findmany_per_s\":%.0f,\"read_per_s\":%.0f,\"anon_bytes_after_open\":"
       "%llu,\"anon_bytes_after_ops\":%llu,\"rss_after_ops\":%llu,"
       "\"index_bytes\":%llu}\n",
       static_cast<unsigned long long>(n), opens[opens.size() / 2] * 1e6,
       opens.back() * 1e6, threads, static_cast<unsigned long long>(ops),
-      get_rate, find_rate, read_rate, static_cast<unsigned long long>(priv0),
+      get_rate, find_rate, static_cast<unsigned long long>(batch),
+      get_many_rate, find_many_rate, read_rate,
+      static_cast<unsigned long long>(priv0),
       static_cast<unsigned long long>(priv1),
       static_cast<unsigned long long>(rss1),
       static_cast<unsigned long long>(r->info().index_size));
-  return get_rate < 0 || find_rate < 0 || read_rate < 0 ? 1 : 0;
+  return get_rate < 0 || find_rate < 0 || get_many_rate < 0 ||
+                 find_many_rate < 0 || read_rate < 0
+             ? 1
+             : 0;
 }
 
 int Merge(const std::string& dir, int argc, char** argv) {
@@ -268,11 +297,12 @@ int Merge(const std::string& dir, int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr,
-                 "usage: scale_bench build <out> --records N [--classes C] "
-                 "[--payload B]\n"
-                 "       scale_bench read <pack> [--ops M] [--threads T]\n"
-                 "       scale_bench merge <dir> --parts P [--records R]\n");
+    std::fprintf(
+        stderr,
+        "usage: scale_bench build <out> --records N [--classes C] "
+        "[--payload B]\n"
+        "       scale_bench read <pack> [--ops M] [--threads T] [--batch B]\n"
+        "       scale_bench merge <dir> --parts P [--records R]\n");
     return 2;
   }
   const std::string cmd = argv[1], path = argv[2];

@@ -868,9 +868,15 @@ py::dict Merge(const std::vector<py::bytes>& parts_in, const py::bytes& out) {
 }
 
 py::dict Append(const py::bytes& pack, const py::bytes& dir, bool relabel,
-                int threads, bool skip_unreadable) {
+                int threads, bool skip_unreadable,
+                std::optional<std::vector<py::bytes>> files) {
   AppendOptions o;
   o.relabel = relabel;
+  if (files) {
+    o.files.emplace();
+    o.files->reserve(files->size());
+    for (const py::bytes& f : *files) o.files->emplace_back(f);
+  }
   o.build.threads = threads;
   o.build.skip_unreadable = skip_unreadable;
   std::atomic<bool> cancel{false};
@@ -901,6 +907,7 @@ py::dict Append(const py::bytes& pack, const py::bytes& dir, bool relabel,
   d["new_classes"] = summary.new_classes;
   d["relabeled_classes"] = summary.relabeled_classes;
   d["kept"] = summary.kept;
+  d["already_packed"] = summary.already_packed;
   d["parts"] = summary.parts;
   d["segments"] = summary.segments;
   d["seconds"] = summary.seconds;
@@ -1226,8 +1233,9 @@ PYBIND11_MODULE(_core, m) {
         py::arg("parts") = 1);
   m.def("append", &Append, py::arg("pack"), py::arg("dir"),
         py::arg("relabel") = false, py::arg("threads") = 32,
-        py::arg("skip_unreadable") = false,
-        "AppendPack: add the files of `dir` that `pack` lacks.");
+        py::arg("skip_unreadable") = false, py::arg("files") = py::none(),
+        "AppendPack: add the files of `dir` that `pack` lacks (or the listed "
+        "`files`, relative to `dir`).");
   m.def("merge", &Merge, py::arg("parts"), py::arg("out"),
         "MergePacks: one pack over `parts` (manifest.ufs in `out`).");
 }

@@ -4,9 +4,13 @@
 # that the figures are sane.  The full runs (10M and 100M records) are the
 # opt-in commands in docs/scale.md.
 #
-#   bash tests/scale_smoke_test.sh <scale_bench binary>
+# And of the append benchmark (bench/append_bench.py), on 2,000 files.
+#
+#   bash tests/scale_smoke_test.sh <scale_bench binary> <ufspack CLI> <append_bench.py>
 set -euo pipefail
 BENCH=$1
+CLI=$2
+APPEND_BENCH=$3
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ufspack-scale-XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 
@@ -19,8 +23,11 @@ echo "$b"
 check "$b" 'j["records"] == 300000 and j["peak_rss_bytes"] < (256 << 20) and 80 < j["index_bytes_per_record"] < 100'
 r=$("$BENCH" read "$TMP/p" --ops 50000 --threads 2)
 echo "$r"
-check "$r" 'j["records"] == 300000 and j["getrecord_per_s"] > 0 and j["find_per_s"] > 0 and j["read_per_s"] > 0'
+check "$r" 'j["records"] == 300000 and j["getrecord_per_s"] > 0 and j["find_per_s"] > 0 and j["read_per_s"] > 0 and j["getrecords_per_s"] > 0 and j["findmany_per_s"] > 0'
 m=$("$BENCH" merge "$TMP/m" --parts 100 --records 5)
 echo "$m"
 check "$m" 'j["parts"] == 100 and j["records"] == 500 and j["manifest_bytes"] > 100 * 64'
+a=$(TMPDIR=$TMP python3 "$APPEND_BENCH" --files 2000 --classes 20 --cli "$CLI")
+echo "$a"
+check "$a" 'j["files"] == 2000 and j["appended"] == 20 and j["same_listing"] and j["append_files_from_seconds"] > 0'
 echo "scale smoke test: ok"

@@ -2,6 +2,7 @@
 //
 // `ufspack merge`: one logical pack over several packs, without copying
 // their records (MergePacks, ufspack/merge.h).
+#include <cerrno>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -110,7 +111,7 @@ int CmdMerge(const Argv& argv) {
 }
 
 const char kAppendHelp[] =
-    R"(Usage: ufspack append <pack> <dir> [--relabel] [options]
+    R"(Usage: ufspack append <pack> <dir> [--relabel] [--files-from LIST] [options]
 
 Adds to <pack> every file of the ImageFolder tree <dir> that the pack does
 not hold yet (by name), without rewriting anything: the new files become a
@@ -135,8 +136,25 @@ append-* directory is removed by the next append); readers that opened
 <pack> before keep reading what they opened.  Nothing to append (every file
 already packed) changes nothing.
 
+With --files-from LIST, <dir> is not scanned: the candidates are the files
+LIST names, one per line (NUL-separated with --null; "-" reads standard
+input), each a path relative to <dir> as the pack names records
+("class/sub/x.jpg"; a leading "./" or "<dir>/" is dropped, so the output of
+`find <dir> -newer ...` works).  The append then costs what the listed files
+cost, whatever the size of the tree.  Listed files the pack holds are
+skipped; names outside the pack's selection (other extensions, a file
+directly under <dir>) are skipped with a warning; a listed file that cannot
+be read fails the append naming it (or is skipped with --skip-unreadable).
+Each new record goes where ImageFolder's order of the grown tree puts it
+(binary search in its class): the pack's records must be in that order,
+checked for each class that gets a file.  Records whose files are gone from
+<dir> are not looked for.
+
 Options:
       --relabel             accept changed labels (see above)
+      --files-from <list>   append the files named in <list> ("-": stdin)
+                            instead of scanning <dir>
+      --null                <list> is NUL-separated (find -print0)
   -j, --threads <n>         files read concurrently (default 32)
       --compress <codec>    none (default) or zstd[:level], for the new part
       --skip-unreadable     skip (and report) files that cannot be read
@@ -151,15 +169,51 @@ as it was), 2 usage error (a relabeling append without --relabel included),
 Examples:
   ufspack append /nas/train.ufspack /nas/train
   ufspack append train.ufspack /nas/train --relabel --json
+  find /nas/train -newer train.ufspack/index.ufs -type f |
+      ufspack append train.ufspack /nas/train --files-from -
 )";
+
+// The names of --files-from `path` ("-": standard input), split at '\n'
+// (or NUL), empty lines dropped.
+bool ReadFileList(const std::string& path, bool null_separated,
+                  std::vector<std::string>* names) {
+  FILE* f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    PrintError(
+        Status::FromErrno(path + ": cannot open --files-from list", errno));
+    return false;
+  }
+  std::string all;
+  char buf[1 << 16];
+  size_t got;
+  while ((got = std::fread(buf, 1, sizeof(buf), f)) > 0) all.append(buf, got);
+  const bool failed = std::ferror(f) != 0;
+  if (f != stdin) std::fclose(f);
+  if (failed) {
+    PrintError(Status::IOError(path + ": cannot read --files-from list"));
+    return false;
+  }
+  const char sep = null_separated ? '\0' : '\n';
+  size_t start = 0;
+  while (start < all.size()) {
+    size_t end = all.find(sep, start);
+    if (end == std::string::npos) end = all.size();
+    if (end > start) names->push_back(all.substr(start, end - start));
+    start = end + 1;
+  }
+  return true;
+}
 
 int CmdAppend(const Argv& argv) {
   CommandLine cl("append");
   std::string pack, dir, threads_text, compress = "none";
+  std::string files_from;
   bool relabel = false, skip = false, quiet = false, no_progress = false,
-       json = false;
+       json = false, null_separated = false;
   cl.app().add_option("pack", pack)->required();
   cl.app().add_option("dir", dir)->required();
+  CLI::Option* files_opt = cl.app().add_option("--files-from", files_from);
+  cl.app().add_flag("--null", null_separated);
   CLI::Option* threads_opt = cl.app().add_option("-j,--threads", threads_text);
   cl.app().add_option("--compress", compress);
   cl.app().add_flag("--relabel", relabel);
@@ -182,10 +236,23 @@ int CmdAppend(const Argv& argv) {
   }
   options.build.skip_unreadable = skip;
   options.relabel = relabel;
+  if (null_separated && files_opt->count() == 0) {
+    std::fprintf(stderr, "ufspack append: --null needs --files-from\n");
+    return kExitUsage;
+  }
+  if (files_opt->count() > 0) {
+    options.files.emplace();
+    if (!ReadFileList(files_from, null_separated, &*options.files))
+      return kExitFailure;
+  }
   InstallSignalHandlers();
   options.build.cancel = InterruptFlag();
   Progress progress(!quiet && !no_progress);
-  progress.Update("scanning " + Printable(dir) + " ...", true);
+  progress.Update(options.files
+                      ? "looking up " + FormatCount(options.files->size()) +
+                            " listed files ..."
+                      : "scanning " + Printable(dir) + " ...",
+                  true);
   options.build.progress = [&](const BuildProgress& p) {
     if (!progress.enabled()) return;
     progress.Update("appending " + FormatCount(p.files_done) + "/" +
@@ -230,14 +297,17 @@ int CmdAppend(const Argv& argv) {
     j += ",\"new_classes\":" + std::to_string(summary.new_classes);
     j += ",\"relabeled_classes\":" + std::to_string(summary.relabeled_classes);
     j += ",\"kept\":" + std::to_string(summary.kept);
+    j += ",\"already_packed\":" + std::to_string(summary.already_packed);
     j += ",\"parts\":" + std::to_string(summary.parts);
     j += ",\"segments\":" + std::to_string(summary.segments);
     j += ",\"seconds\":" + Fixed(summary.seconds, 3) + "}\n";
     std::fputs(j.c_str(), stdout);
   } else if (!quiet) {
     if (summary.appended == 0) {
-      std::printf("nothing to append: every file under %s is in %s\n",
-                  Printable(dir).c_str(), Printable(pack).c_str());
+      std::printf("nothing to append: every %s is in %s\n",
+                  options.files ? "listed file"
+                                : ("file under " + Printable(dir)).c_str(),
+                  Printable(pack).c_str());
     } else {
       std::printf(
           "appended %s records (%s new classes%s) in %s s -> %s: %s records "

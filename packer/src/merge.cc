@@ -516,6 +516,141 @@ uint32_t IndexIn(const std::vector<std::string>& sorted,
       sorted.begin());
 }
 
+// Whether `name` is a plain relative path: not empty, no leading '/', no
+// empty, "." or ".." component, no NUL.
+bool PlainRelativePath(std::string_view name) {
+  if (name.empty() || name.find('\0') != std::string_view::npos) return false;
+  size_t start = 0;
+  while (start <= name.size()) {
+    size_t slash = name.find('/', start);
+    if (slash == std::string_view::npos) slash = name.size();
+    const std::string_view part = name.substr(start, slash - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = slash + 1;
+  }
+  return true;
+}
+
+// AppendOptions::files as a scan of `dir` would give them: the listed names
+// that `so` selects, without duplicates, in ImageFolder's order, labelled
+// by their classes (the listed files' first components, sorted).
+Status ListedFiles(const std::string& dir_in,
+                   const std::vector<std::string>& files, const ScanOptions& so,
+                   ScanResult* out, std::vector<std::string>* warnings) {
+  std::string dir = dir_in;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  *out = ScanResult();
+  out->root = dir;
+  const std::vector<std::string> extensions =
+      NormalizeExtensions(so.extensions);
+  const std::string prefix = dir + "/";
+  struct Listed {
+    std::string_view cls;
+    std::string_view name;
+  };
+  std::vector<Listed> picked;
+  uint64_t unselected = 0;
+  std::string first_unselected;
+  for (size_t k = 0; k < files.size(); ++k) {
+    std::string_view name = files[k];
+    if (name.size() > prefix.size() &&
+        name.substr(0, prefix.size()) == prefix) {
+      name.remove_prefix(prefix.size());
+    }
+    while (name.substr(0, 2) == "./") name.remove_prefix(2);
+    if (!PlainRelativePath(name)) {
+      return Status::InvalidArgument(
+          "listed file " + std::to_string(k + 1) + " '" +
+          EscapeBytes(files[k]) + "': not a path relative to " + dir +
+          " (empty, absolute, or with an empty, '.' or '..' component)");
+    }
+    const size_t slash = name.find('/');
+    const bool selected =
+        (so.all_files || HasAllowedExtension(name, extensions)) &&
+        (so.flat || slash != std::string_view::npos);
+    if (!selected) {
+      if (unselected++ == 0) first_unselected = std::string(name);
+      continue;
+    }
+    picked.push_back(
+        Listed{so.flat ? std::string_view() : name.substr(0, slash), name});
+  }
+  if (unselected > 0) {
+    warnings->push_back(
+        dir + ": " + std::to_string(unselected) +
+        " listed files are not samples under the pack's file selection (" +
+        (so.all_files ? std::string("every file") : "its extensions") +
+        (so.flat ? "" : ", in a class directory") + "), e.g. '" +
+        first_unselected + "': skipped");
+  }
+  std::sort(picked.begin(), picked.end(), [](const Listed& a, const Listed& b) {
+    if (a.cls != b.cls) return PyFsLess(a.cls, b.cls);
+    return ImageFolderLess(a.name, b.name);
+  });
+  picked.erase(std::unique(picked.begin(), picked.end(),
+                           [](const Listed& a, const Listed& b) {
+                             return a.name == b.name;
+                           }),
+               picked.end());
+  for (const Listed& l : picked) {
+    if (!so.flat && (out->classes.empty() || out->classes.back() != l.cls))
+      out->classes.emplace_back(l.cls);
+    out->entries.push_back(ScanEntry{
+        std::string(l.name),
+        so.flat ? kNoLabel : static_cast<uint32_t>(out->classes.size() - 1)});
+  }
+  return Status::OK();
+}
+
+// Checks that the pack's records [lo, hi) (one class's, or a flat pack's)
+// are in ImageFolder's order, as a list append's binary search needs.
+// O(hi - lo), sequential.
+Status CheckImageFolderOrder(const Reader& base, const std::string& pack_dir,
+                             uint64_t lo, uint64_t hi) {
+  constexpr uint64_t kChunk = 1024;
+  std::vector<uint64_t> indices(kChunk);
+  std::vector<Record> records(kChunk);
+  std::string previous;
+  for (uint64_t at = lo; at < hi; at += kChunk) {
+    const uint64_t n = std::min(kChunk, hi - at);
+    for (uint64_t k = 0; k < n; ++k) indices[k] = at + k;
+    UFSPACK_RETURN_IF_ERROR(base.GetRecords(indices.data(), n, records.data()));
+    for (uint64_t k = 0; k < n; ++k) {
+      const std::string_view name = records[k].name;
+      if (at + k > lo && !ImageFolderLess(previous, name)) {
+        return Status::InvalidArgument(
+            pack_dir + ": record " + std::to_string(at + k) + " '" +
+            EscapeBytes(name) + "' comes after '" + EscapeBytes(previous) +
+            "', out of ImageFolder's order (a merge of separately built "
+            "packs?): appending a list of files needs a pack in that order; "
+            "append by scanning the tree instead");
+      }
+      previous.assign(name);
+    }
+    base.ReleaseRecords(at, n);  // bounded resident set at any pack size
+  }
+  return Status::OK();
+}
+
+// The place of `name` among the pack's records [lo, hi), which are in
+// ImageFolder's order: the first record after it.
+Status InsertionPoint(const Reader& base, uint64_t lo, uint64_t hi,
+                      const std::string& name, uint64_t* pos) {
+  uint64_t a = lo, b = hi;
+  while (a < b) {
+    const uint64_t mid = a + (b - a) / 2;
+    Record r;
+    UFSPACK_RETURN_IF_ERROR(base.GetRecord(mid, &r));
+    if (ImageFolderLess(r.name, name)) {
+      a = mid + 1;
+    } else {
+      b = mid;
+    }
+  }
+  *pos = a;
+  return Status::OK();
+}
+
 // Appends run (part, first, count) to `segments`, extending the last one
 // when it continues it.
 void PushRun(std::vector<SegmentEntry>* segments, uint32_t part, uint64_t first,
@@ -600,9 +735,16 @@ Status AppendPack(const std::string& pack_in, const std::string& dir,
       }
     }
   }
+  // The candidates, in ImageFolder's order: every selected file of the
+  // tree, or the listed ones.
   ScanResult scan;
-  UFSPACK_RETURN_IF_ERROR(ScanTree(dir, so, &scan));
-  for (const std::string& w : scan.warnings) summary->warnings.push_back(w);
+  if (options.files) {
+    UFSPACK_RETURN_IF_ERROR(
+        ListedFiles(dir, *options.files, so, &scan, &summary->warnings));
+  } else {
+    UFSPACK_RETURN_IF_ERROR(ScanTree(dir, so, &scan));
+    for (const std::string& w : scan.warnings) summary->warnings.push_back(w);
+  }
 
   // Classes: the union in ImageFolder's order.  A class directory of the
   // tree with no file in it is not a new class (ImageFolder refuses it).
@@ -661,40 +803,124 @@ Status AppendPack(const std::string& pack_in, const std::string& dir,
         (base_classes.empty() ? std::string() : base_classes.back()) + "'");
   }
 
-  // Which files are new.  The pack's records found under `dir` must come
-  // in the pack's order (both are ImageFolder orders).
+  // Which files are new, and where each goes: before pack record
+  // insert_at[j] (n: at the end), nondecreasing.
   const uint64_t n = base->size();
-  std::vector<int64_t> in_base(scan.entries.size(), -1);
   ScanResult delta;
   delta.root = scan.root;
   delta.classes = flat ? std::vector<std::string>() : classes;
-  // The lookups (one per file of the tree) on the build's threads.
-  std::vector<uint64_t> found_at(scan.entries.size(), 0);
-  std::vector<Status> lookups(scan.entries.size());
-  ParallelFor(scan.entries.size(),
-              std::max(1, std::min(options.build.threads, 64)), [&](size_t k) {
-                lookups[k] = base->Find(scan.entries[k].name, &found_at[k]);
-              });
-  int64_t last = -1;
-  for (size_t k = 0; k < scan.entries.size(); ++k) {
-    const ScanEntry& e = scan.entries[k];
-    const uint64_t found = found_at[k];
-    const Status& s = lookups[k];
-    if (s.ok()) {
-      if (static_cast<int64_t>(found) <= last) {
-        return Status::InvalidArgument(
-            dir + ": '" + e.name + "' is record " + std::to_string(found) +
-            " of the pack, out of the order of " + dir +
-            " (was the pack built from another tree or with other "
-            "options?); rebuild instead");
+  std::vector<uint64_t> insert_at;
+  std::vector<uint64_t> found_at(scan.entries.size(), Reader::kNoRecord);
+  {
+    // The lookups, one per candidate, batched, on the build's threads; the
+    // index pages they touched (random ones) released after each chunk, so
+    // the resident set stays bounded whatever the pack's size.
+    // (A page fault on the mapped index may map a large folio of the page
+    // cache around it, ~120 KiB measured, so each lookup's few random
+    // accesses can add hundreds of KiB: 64 lookups at a time in a large
+    // pack.  Below 4M records the whole index is under ~400 MB: larger
+    // chunks, nothing released.)
+    const bool release = n > (uint64_t{1} << 22);
+    const size_t kChunk = release ? 64 : 4096;
+    std::vector<std::string_view> names;
+    names.reserve(scan.entries.size());
+    for (const ScanEntry& e : scan.entries) names.push_back(e.name);
+    const size_t chunks = (names.size() + kChunk - 1) / kChunk;
+    std::vector<Status> lookups(chunks);
+    ParallelFor(chunks, std::max(1, std::min(options.build.threads, 64)),
+                [&](size_t c) {
+                  const size_t lo = c * kChunk;
+                  lookups[c] = base->FindMany(
+                      names.data() + lo, std::min(kChunk, names.size() - lo),
+                      found_at.data() + lo);
+                  if (release) base->ReleaseIndex();
+                });
+    for (const Status& s : lookups) UFSPACK_RETURN_IF_ERROR(s);
+  }
+  auto new_entry = [&](const ScanEntry& e) {
+    ScanEntry d = e;
+    if (!flat) d.label = IndexIn(classes, scan.classes[e.label]);
+    delta.entries.push_back(std::move(d));
+  };
+  if (!options.files) {
+    // The pack's records found under `dir` must come in the pack's order
+    // (both are ImageFolder orders).  A new file goes after the record
+    // found before it, and after any record of an earlier class.
+    int64_t last = -1;
+    uint64_t next = 0;
+    for (size_t k = 0; k < scan.entries.size(); ++k) {
+      const ScanEntry& e = scan.entries[k];
+      const uint64_t found = found_at[k];
+      if (found != Reader::kNoRecord) {
+        if (static_cast<int64_t>(found) <= last) {
+          return Status::InvalidArgument(
+              dir + ": '" + e.name + "' is record " + std::to_string(found) +
+              " of the pack, out of the order of " + dir +
+              " (was the pack built from another tree or with other "
+              "options?); rebuild instead");
+        }
+        last = static_cast<int64_t>(found);
+        next = found + 1;
+        ++summary->already_packed;
+        continue;
       }
-      in_base[k] = last = static_cast<int64_t>(found);
-    } else if (s.IsNotFound()) {
-      ScanEntry d = e;
-      if (!flat) d.label = IndexIn(classes, scan.classes[e.label]);
-      delta.entries.push_back(std::move(d));
-    } else {
-      return s;
+      new_entry(e);
+      if (!flat) {
+        while (next < n) {
+          Record r;
+          UFSPACK_RETURN_IF_ERROR(base->GetRecord(next, &r));
+          if (base_map[r.label] >= delta.entries.back().label) break;
+          ++next;
+        }
+      }
+      insert_at.push_back(next);
+    }
+    summary->kept = n - summary->already_packed;
+  } else {
+    // Each new file's place among its class's records, by binary search:
+    // the records of every class it joins must be in ImageFolder's order
+    // (checked: one pass over those records).
+    uint32_t range_label = 0;
+    uint64_t lo = 0, hi = n;
+    bool have_range = false;
+    std::vector<ClassInfo> base_info(base_classes.size());
+    for (size_t c = 0; c < base_classes.size(); ++c)
+      UFSPACK_RETURN_IF_ERROR(base->GetClass(c, &base_info[c]));
+    for (size_t k = 0; k < scan.entries.size(); ++k) {
+      if (found_at[k] != Reader::kNoRecord) {
+        ++summary->already_packed;
+        continue;
+      }
+      new_entry(scan.entries[k]);
+      const ScanEntry& d = delta.entries.back();
+      if (flat && !have_range) {
+        have_range = true;
+        UFSPACK_RETURN_IF_ERROR(CheckImageFolderOrder(*base, pack_dir, 0, n));
+      } else if (!flat && (!have_range || d.label != range_label)) {
+        // The class's records, or for a new class the place of its first
+        // record: before the first old class labelled after it.  (The
+        // previous class's pages, touched by its binary searches, are
+        // released.)
+        if (have_range) base->ReleaseRecords(lo, hi - lo);
+        range_label = d.label;
+        lo = hi = n;
+        for (size_t c = 0; c < base_classes.size(); ++c) {
+          if (base_map[c] == d.label) {
+            lo = base_info[c].first_record;
+            hi = lo + base_info[c].record_count;
+            break;
+          }
+          if (base_map[c] > d.label) {
+            lo = hi = base_info[c].first_record;
+            break;
+          }
+        }
+        have_range = true;
+        UFSPACK_RETURN_IF_ERROR(CheckImageFolderOrder(*base, pack_dir, lo, hi));
+      }
+      uint64_t pos = 0;
+      UFSPACK_RETURN_IF_ERROR(InsertionPoint(*base, lo, hi, d.name, &pos));
+      insert_at.push_back(pos);
     }
   }
   summary->records = n;
@@ -763,8 +989,9 @@ Status AppendPack(const std::string& pack_in, const std::string& dir,
     }
   }
 
-  // The order: the tree's, with the pack's records no longer under `dir`
-  // kept after the record before them (and before any new record of a
+  // The order: the pack's records, with each new record before record
+  // insert_at[j] (the records of files gone from `dir` stay where they
+  // were: after the record before them, and before any new record of a
   // later class).
   std::vector<SegmentEntry> segments;
   auto emit_base = [&](uint64_t lo, uint64_t hi) {
@@ -782,32 +1009,12 @@ Status AppendPack(const std::string& pack_in, const std::string& dir,
     }
   };
   uint64_t next = 0;  // the first record of the pack not yet placed
-  size_t j = 0;       // new entries placed
-  for (size_t k = 0; k < scan.entries.size(); ++k) {
-    if (in_base[k] >= 0) {
-      const uint64_t b = static_cast<uint64_t>(in_base[k]);
-      summary->kept += b - next;
-      emit_base(next, b + 1);
-      next = b + 1;
-      continue;
-    }
-    const int64_t d = delta_index[j];
-    const uint32_t label = delta.entries[j].label;
-    ++j;
-    if (d < 0) continue;  // skipped while reading
-    if (!flat) {
-      while (next < n) {
-        Record r;
-        UFSPACK_RETURN_IF_ERROR(base->GetRecord(next, &r));
-        if (base_map[r.label] >= label) break;
-        emit_base(next, next + 1);
-        ++summary->kept;
-        ++next;
-      }
-    }
-    PushRun(&segments, delta_part, static_cast<uint64_t>(d), 1);
+  for (size_t j = 0; j < delta.entries.size(); ++j) {
+    if (delta_index[j] < 0) continue;  // skipped while reading
+    emit_base(next, insert_at[j]);
+    next = std::max(next, insert_at[j]);
+    PushRun(&segments, delta_part, static_cast<uint64_t>(delta_index[j]), 1);
   }
-  summary->kept += n - next;
   emit_base(next, n);
 
   // Labels of the old parts in the new class table (an identity map is

@@ -206,6 +206,17 @@ bool PyFsLess(std::string_view a, std::string_view b) {
   return i == a.size() && j < b.size();
 }
 
+bool ImageFolderLess(std::string_view a, std::string_view b) {
+  const size_t sa = a.rfind('/'), sb = b.rfind('/');
+  const std::string_view da =
+      sa == std::string_view::npos ? "" : a.substr(0, sa);
+  const std::string_view db =
+      sb == std::string_view::npos ? "" : b.substr(0, sb);
+  if (da != db) return PyFsLess(da, db);
+  return PyFsLess(a.substr(sa == std::string_view::npos ? 0 : sa + 1),
+                  b.substr(sb == std::string_view::npos ? 0 : sb + 1));
+}
+
 bool HasAllowedExtension(std::string_view name,
                          const std::vector<std::string>& extensions) {
   for (const std::string& ext : extensions) {

@@ -216,7 +216,8 @@ class AppendSummary(TypedDict):
     records: int
     new_classes: int
     relabeled_classes: int
-    kept: int  # records whose files are gone from the tree, kept
+    kept: int  # records whose files are gone from the tree, kept (0 with files=)
+    already_packed: int  # files of the tree (or of files=) the pack already held
     parts: int
     segments: int
     seconds: float
@@ -224,7 +225,8 @@ class AppendSummary(TypedDict):
 
 
 def append(pack: PathLike, src: PathLike, *, relabel: bool = False, threads: int = 32,
-           skip_unreadable: bool = False) -> AppendSummary:
+           skip_unreadable: bool = False,
+           files: Optional[Iterable[PathLike]] = None) -> AppendSummary:
     """Adds the files of the ImageFolder tree ``src`` that ``pack`` lacks
     (``ufspack append``; docs/scale.md).
 
@@ -236,10 +238,20 @@ def append(pack: PathLike, src: PathLike, *, relabel: bool = False, threads: int
     raises ValueError naming the classes unless ``relabel=True``.  Crash-safe:
     the manifest is replaced last, by rename.  Returns ``appended`` (0 when
     every file was already packed), ``records``, ``new_classes``,
-    ``relabeled_classes``, ``kept``, ``parts``, ``segments``, ``seconds``.
+    ``relabeled_classes``, ``kept``, ``already_packed``, ``parts``,
+    ``segments``, ``seconds``.
+
+    ``files`` (``ufspack append --files-from``): append exactly these files,
+    paths relative to ``src`` (``"class/x.jpg"``; a leading ``src/`` is
+    dropped), without scanning ``src``, so the cost is the listed files',
+    whatever the tree's size.  Names the pack holds are skipped, names outside
+    its selection skipped with a warning, a name with ``..`` or empty parts
+    raises ValueError; the pack's records must be in ImageFolder's order
+    (checked for each class that gets a file).
     """
+    listed = None if files is None else [_fsencode(f) for f in files]
     summary = _core.append(_fsencode(pack), _fsencode(src), relabel=relabel, threads=threads,
-                           skip_unreadable=skip_unreadable)
+                           skip_unreadable=skip_unreadable, files=listed)
     summary["manifest"] = os.fsdecode(summary["manifest"])
     summary["part"] = os.fsdecode(summary["part"])
     summary["warnings"] = [os.fsdecode(w) for w in summary["warnings"]]

@@ -18,6 +18,7 @@ namespace ufspack {
 
 RandomAccessFile::~RandomAccessFile() = default;
 Region::~Region() = default;
+void Region::Release(const char*, size_t) const {}
 
 namespace {
 
@@ -102,6 +103,23 @@ class MmapRegion final : public Region {
     return std::string_view(static_cast<const char*>(base_), length_);
   }
   const std::string& name() const override { return name_; }
+  void Release(const char* p, size_t n) const override {
+    static const uintptr_t page =
+        static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    // Every page the range touches, partial ones included (a page that
+    // other bytes still need is mapped back on their next read): rounding
+    // inward would leave up to two pages per call resident, without bound
+    // over many calls.  The mapping starts on a page boundary.
+    const uintptr_t base = reinterpret_cast<uintptr_t>(base_);
+    const uintptr_t end = base + length_;
+    const uintptr_t from = reinterpret_cast<uintptr_t>(p);
+    if (n == 0 || from < base || from >= end) return;
+    const uintptr_t lo = from & ~(page - 1);
+    const uintptr_t hi =
+        (std::min<uintptr_t>(from + n, end) + page - 1) & ~(page - 1);
+    // Advice only: a failure changes nothing that can be observed.
+    ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+  }
 
  private:
   const std::string name_;

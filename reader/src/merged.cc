@@ -178,6 +178,7 @@ Status Reader::OpenPart(size_t k, const Reader** part) const {
     }
     if (s.ok()) {
       slot.reader = std::move(r);
+      slot.opened.store(true, std::memory_order_release);
     } else {
       slot.status = s;
     }

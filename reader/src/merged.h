@@ -8,6 +8,7 @@
 #ifndef UFSPACK_READER_SRC_MERGED_H_
 #define UFSPACK_READER_SRC_MERGED_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -24,8 +25,9 @@ namespace internal {
 struct PartSlot {
   std::string path;  // the part's directory, resolved
   std::once_flag once;
-  std::unique_ptr<Reader> reader;  // set by the first successful use
-  Status status;                   // of that first use
+  std::unique_ptr<Reader> reader;   // set by the first successful use
+  Status status;                    // of that first use
+  std::atomic<bool> opened{false};  // reader is set (ReleaseIndex)
   // The part's segments, by local first record: (local first, global
   // first, count), for mapping its record indices to global ones.
   struct Run {

@@ -2,6 +2,7 @@
 #include "ufspack/reader.h"
 
 #include <sys/stat.h>
+#include <xxhash.h>
 #include <zstd.h>
 
 #include <algorithm>
@@ -513,14 +514,23 @@ Status Reader::GetClass(uint64_t c, ClassInfo* out) const {
 
 Status Reader::Find(std::string_view name, uint64_t* index) const {
   if (parts_) return MergedFind(name, index);
-  const uint64_t slots = lookup_.size() / 4;
-  if (slots == 0) {
+  uint64_t found;
+  UFSPACK_RETURN_IF_ERROR(Probe(name, NameHash(name), &found));
+  if (found == kNoRecord) {
     return Status::NotFound(info_.index_path + ": no record named '" +
                             EscapeBytes(name) + "'");
   }
-  const uint64_t h = NameHash(name);
-  const uint32_t tag = NameHashTag(h);
-  uint64_t pos = LookupHome(h, slots);
+  *index = found;
+  return Status::OK();
+}
+
+Status Reader::Probe(std::string_view name, uint64_t hash,
+                     uint64_t* index) const {
+  *index = kNoRecord;
+  const uint64_t slots = lookup_.size() / 4;
+  if (slots == 0) return Status::OK();
+  const uint32_t tag = NameHashTag(hash);
+  uint64_t pos = LookupHome(hash, slots);
   for (uint64_t probe = 0; probe < slots; ++probe) {
     const uint32_t v = DecodeFixed32(lookup_.data() + pos * 4);
     if (v == 0) break;
@@ -545,8 +555,108 @@ Status Reader::Find(std::string_view name, uint64_t* index) const {
     }
     pos = (pos + 1) & (slots - 1);
   }
-  return Status::NotFound(info_.index_path + ": no record named '" +
-                          EscapeBytes(name) + "'");
+  return Status::OK();
+}
+
+namespace {
+
+// Batched lookups work in groups this size: enough independent cache
+// misses in flight to fill a core's line fill buffers (10-16 on current
+// x86 and ARM cores), few enough that the group's lines stay cached
+// between its passes.
+constexpr size_t kPrefetchGroup = 16;
+
+inline void PrefetchBytes(const char* p, size_t n) {
+  __builtin_prefetch(p, 0, 1);
+  if (n > 1) __builtin_prefetch(p + n - 1, 0, 1);  // a second cache line
+}
+
+// Prefetches the name of the encoded record entry at `entry` from `pool`
+// (the name pool).  Fields out of range are skipped: GetRecord() reports
+// them.
+inline void PrefetchName(const char* entry, std::string_view pool) {
+  const uint64_t offset = DecodeFixed64(entry + RecordEntry::kNameOffsetAt);
+  const uint32_t length = DecodeFixed32(entry + RecordEntry::kNameLengthAt);
+  if (length > 0 && offset < pool.size() && length <= pool.size() - offset)
+    PrefetchBytes(pool.data() + offset, length);
+}
+
+}  // namespace
+
+Status Reader::FindMany(const std::string_view* names, size_t count,
+                        uint64_t* indices) const {
+  if (parts_) {
+    for (size_t k = 0; k < count; ++k) {
+      Status s = MergedFind(names[k], &indices[k]);
+      if (s.IsNotFound()) {
+        indices[k] = kNoRecord;
+      } else if (!s.ok()) {
+        return s;
+      }
+    }
+    return Status::OK();
+  }
+  const uint64_t slots = lookup_.size() / 4;
+  uint64_t hashes[kPrefetchGroup];
+  for (size_t g = 0; g < count; g += kPrefetchGroup) {
+    const size_t n = std::min(kPrefetchGroup, count - g);
+    const std::string_view* batch = names + g;
+    // Pass 1: hash every name, prefetch its home slot.
+    for (size_t k = 0; k < n; ++k) {
+      hashes[k] = NameHash(batch[k]);
+      if (slots > 0)
+        PrefetchBytes(lookup_.data() + LookupHome(hashes[k], slots) * 4, 4);
+    }
+    // Pass 2: the home slot's record entry.
+    const char* entries[kPrefetchGroup];
+    for (size_t k = 0; k < n; ++k) {
+      entries[k] = nullptr;
+      if (slots == 0) continue;
+      const uint32_t v =
+          DecodeFixed32(lookup_.data() + LookupHome(hashes[k], slots) * 4);
+      if (v == 0 || v - 1 >= info_.record_count) continue;
+      entries[k] = records_.data() +
+                   static_cast<uint64_t>(v - 1) * RecordEntry::kEncodedLength;
+      PrefetchBytes(entries[k], RecordEntry::kEncodedLength);
+    }
+    // Pass 3: the name of an entry whose hash tag matches.
+    for (size_t k = 0; k < n; ++k) {
+      if (entries[k] == nullptr ||
+          DecodeFixed32(entries[k] + RecordEntry::kNameHashAt) !=
+              NameHashTag(hashes[k])) {
+        continue;
+      }
+      PrefetchName(entries[k], names_);
+    }
+    // Pass 4: the probes, as Find() makes them, now mostly from cache.
+    for (size_t k = 0; k < n; ++k)
+      UFSPACK_RETURN_IF_ERROR(Probe(batch[k], hashes[k], &indices[g + k]));
+  }
+  return Status::OK();
+}
+
+Status Reader::GetRecords(const uint64_t* indices, size_t count,
+                          Record* records) const {
+  for (size_t g = 0; g < count; g += kPrefetchGroup) {
+    const size_t n = std::min(kPrefetchGroup, count - g);
+    if (!parts_) {
+      for (size_t k = 0; k < n; ++k) {
+        if (indices[g + k] >= info_.record_count) continue;
+        PrefetchBytes(
+            records_.data() + indices[g + k] * RecordEntry::kEncodedLength,
+            RecordEntry::kEncodedLength);
+      }
+      for (size_t k = 0; k < n; ++k) {
+        if (indices[g + k] >= info_.record_count) continue;
+        PrefetchName(
+            records_.data() + indices[g + k] * RecordEntry::kEncodedLength,
+            names_);
+      }
+    }
+    for (size_t k = 0; k < n; ++k)
+      UFSPACK_RETURN_IF_ERROR(GetRecord(indices[g + k], &records[g + k]));
+  }
+  return Status::OK();
 }
 
 // Reads the stored bytes of `r` into dst[0, r.stored_length) with one pread
@@ -1116,21 +1226,93 @@ Status Reader::GetMetadata(std::string_view key,
                           EscapeBytes(key) + "'");
 }
 
+namespace {
+
+// One-pass scans release the index pages behind them every this many
+// records (about 5 MiB of entries and names).
+constexpr uint64_t kReleaseEvery = 1 << 16;
+// CheckIndex() checks the lookup table this many bytes of slots at a time.
+constexpr uint64_t kLookupStripeBytes = uint64_t{256} << 20;
+
+}  // namespace
+
+void Reader::ReleaseRecords(uint64_t first, uint64_t count) const {
+  if (first >= info_.record_count || count == 0) return;
+  count = std::min(count, info_.record_count - first);
+  if (parts_) {
+    // Each part's run of these records, where the part is open already.
+    const uint64_t end = first + count;
+    while (first < end) {
+      const Reader* part;
+      uint64_t local;
+      size_t k;
+      if (!PartFor(first, &part, &local, &k).ok()) return;
+      const auto& starts = parts_->manifest.segment_starts;
+      const size_t s = static_cast<size_t>(
+          std::upper_bound(starts.begin(), starts.end(), first) -
+          starts.begin() - 1);
+      const uint64_t run = std::min(
+          end - first, starts[s] + parts_->manifest.segments[s].count - first);
+      part->ReleaseRecords(local, run);
+      first += run;
+    }
+    return;
+  }
+  const char* entries = records_.data() + first * RecordEntry::kEncodedLength;
+  // Names: from the first record's to the end of the last one's (the span
+  // they lie in when the pool is in record order, as the writer makes it).
+  // Read before the entries are released: reading them after would map
+  // their pages straight back.
+  const char* last = entries + (count - 1) * RecordEntry::kEncodedLength;
+  const uint64_t lo = DecodeFixed64(entries + RecordEntry::kNameOffsetAt);
+  const uint64_t hi = DecodeFixed64(last + RecordEntry::kNameOffsetAt) +
+                      DecodeFixed32(last + RecordEntry::kNameLengthAt);
+  index_->Release(entries, count * RecordEntry::kEncodedLength);
+  if (lo < hi && hi <= names_.size())
+    index_->Release(names_.data() + lo, hi - lo);
+}
+
+void Reader::ReleaseIndex() const {
+  if (parts_) {
+    for (size_t k = 0; k < parts_->manifest.parts.size(); ++k) {
+      const internal::PartSlot& slot = parts_->slots[k];
+      if (slot.opened.load(std::memory_order_acquire))
+        slot.reader->ReleaseIndex();
+    }
+    return;
+  }
+  index_->Release(index_->bytes().data(), index_->bytes().size());
+}
+
 Status Reader::CheckIndex() const {
   if (parts_) return MergedCheckIndex();
   const std::string& iname = info_.index_path;
   std::string_view bytes = index_->bytes();
-  const uint64_t actual =
-      Checksum64(bytes.data() + IndexHeader::kEncodedLength,
-                 bytes.size() - IndexHeader::kEncodedLength);
-  if (actual != body_checksum_) {
-    return Status::Corruption(
-        iname + ": index body checksum mismatch: expected " +
-        HexU64(body_checksum_) + ", found " + HexU64(actual));
+  {
+    // The body checksum, streamed in chunks released behind it.
+    XXH3_state_t* state = XXH3_createState();
+    if (state == nullptr) return Status::IOError(iname + ": out of memory");
+    XXH3_64bits_reset(state);
+    constexpr size_t kChunk = 16 << 20;
+    for (size_t at = IndexHeader::kEncodedLength; at < bytes.size();
+         at += kChunk) {
+      const size_t n = std::min(kChunk, bytes.size() - at);
+      XXH3_64bits_update(state, bytes.data() + at, n);
+      index_->Release(bytes.data() + at, n);
+    }
+    const uint64_t actual = XXH3_64bits_digest(state);
+    XXH3_freeState(state);
+    if (actual != body_checksum_) {
+      return Status::Corruption(
+          iname + ": index body checksum mismatch: expected " +
+          HexU64(body_checksum_) + ", found " + HexU64(actual));
+    }
   }
   for (uint64_t i = 0; i < info_.record_count; ++i) {
     Record r;
     UFSPACK_RETURN_IF_ERROR(GetRecord(i, &r));
+    if ((i + 1) % kReleaseEvery == 0)
+      ReleaseRecords(i + 1 - kReleaseEvery, kReleaseEvery);
   }
   uint64_t covered = 0;
   for (uint64_t c = 0; c < info_.class_count; ++c) {
@@ -1152,6 +1334,8 @@ Status Reader::CheckIndex() const {
                            " but the class table puts it in class " +
                            std::to_string(c));
       }
+      if ((i + 1) % kReleaseEvery == 0)
+        ReleaseRecords(i + 1 - kReleaseEvery, kReleaseEvery);
     }
     covered += ci.record_count;
   }
@@ -1166,24 +1350,53 @@ Status Reader::CheckIndex() const {
   const uint64_t slots = lookup_.size() / 4;
   for (uint64_t k = 0; k < slots; ++k) {
     if (DecodeFixed32(lookup_.data() + k * 4) != 0) ++used;
+    if ((k + 1) % kReleaseEvery == 0)
+      index_->Release(lookup_.data() + (k + 1 - kReleaseEvery) * 4,
+                      kReleaseEvery * 4);
   }
+  index_->Release(lookup_.data(), lookup_.size());
   if (used != info_.record_count) {
     return Status::Corruption(iname + ": lookup table holds " +
                               std::to_string(used) + " entries for " +
                               std::to_string(info_.record_count) + " records");
   }
-  for (uint64_t i = 0; i < info_.record_count; ++i) {
-    Record r;
-    UFSPACK_RETURN_IF_ERROR(GetRecord(i, &r));
-    uint64_t found = 0;
-    Status s = Find(r.name, &found);
-    if (!s.ok() || found != i) {
-      return Corrupt(
-          i, r.name,
-          s.ok() ? "lookup finds record " + std::to_string(found) +
-                       " for this name (duplicate name?)"
-                 : "lookup cannot find this name: " + std::string(s.message()));
+  // Every name looks up to its own record.  The lookups whose home slot
+  // lies in one stripe of the table at a time, so that only that stripe is
+  // resident, with the records and names of the pass, released behind it,
+  // and the entries of other records that the probes visit (at random),
+  // released every kProbeRelease records.
+  constexpr uint64_t kProbeRelease = 1 << 15;
+  const uint64_t stripe_slots = std::max<uint64_t>(1, kLookupStripeBytes / 4);
+  for (uint64_t lo = 0; lo < std::max<uint64_t>(slots, 1); lo += stripe_slots) {
+    const uint64_t hi = lo + stripe_slots;
+    for (uint64_t i = 0; i < info_.record_count; ++i) {
+      if (i % kProbeRelease == 0 && i > 0)
+        index_->Release(records_.data(), records_.size());
+      if (i % kReleaseEvery == 0 && i > 0)
+        ReleaseRecords(i - kReleaseEvery, kReleaseEvery);
+      Record r;
+      UFSPACK_RETURN_IF_ERROR(GetRecord(i, &r));
+      const uint64_t h = NameHash(r.name);
+      if (slots > 0) {
+        const uint64_t home = LookupHome(h, slots);
+        if (home < lo || home >= hi) continue;
+      }
+      uint64_t found = kNoRecord;
+      Status s = Probe(r.name, h, &found);
+      if (!s.ok() || found != i) {
+        return Corrupt(
+            i, r.name,
+            !s.ok()
+                ? "lookup cannot find this name: " + std::string(s.message())
+            : found == kNoRecord
+                ? "lookup cannot find this name: " + info_.index_path +
+                      ": no record named '" + EscapeBytes(r.name) + "'"
+                : "lookup finds record " + std::to_string(found) +
+                      " for this name (duplicate name?)");
+      }
     }
+    index_->Release(lookup_.data() + lo * 4,
+                    (std::min(hi, slots) - std::min(lo, slots)) * 4);
   }
   return Status::OK();
 }

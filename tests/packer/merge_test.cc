@@ -118,6 +118,27 @@ void ExpectSamePack(const Reader& a, const Reader& b) {
   uint64_t found = 0;
   EXPECT_TRUE(a.Find("class0/none.jpg", &found).IsNotFound());
   EXPECT_TRUE(a.Find("nope", &found).IsNotFound());
+  // The batched calls over every part, shuffled, with misses between.
+  std::vector<std::string> names;
+  std::vector<uint64_t> expect;
+  for (uint64_t i : all) {
+    Record x;
+    ASSERT_TRUE(b.GetRecord(i, &x).ok());
+    names.emplace_back(x.name);
+    expect.push_back(i);
+    names.emplace_back(std::string(x.name) + ".gone");
+    expect.push_back(Reader::kNoRecord);
+  }
+  const std::vector<std::string_view> views(names.begin(), names.end());
+  std::vector<uint64_t> got(views.size());
+  ASSERT_TRUE(a.FindMany(views.data(), views.size(), got.data()).ok());
+  EXPECT_EQ(got, expect);
+  std::vector<Record> recs(all.size());
+  ASSERT_TRUE(a.GetRecords(all.data(), all.size(), recs.data()).ok());
+  for (size_t k = 0; k < all.size(); ++k) {
+    EXPECT_EQ(recs[k].index, all[k]);
+    EXPECT_EQ(recs[k].name, views[2 * k]);
+  }
 }
 
 TEST(SplitSamplesTest, ContiguousBalancedByBytes) {
@@ -496,6 +517,129 @@ TEST(AppendTest, FlatPacksAndForeignOrders) {
     ADD_FAILURE() << n;
 }
 
+Status AppendList(const std::string& pack, const std::string& dir,
+                  std::vector<std::string> files, AppendSummary* summary,
+                  bool relabel = false) {
+  AppendOptions o;
+  o.build.threads = 4;
+  o.relabel = relabel;
+  o.files = std::move(files);
+  return AppendPack(pack, dir, o, summary);
+}
+
+// Appending a list of files gives what appending by a scan gives: the pack
+// of a rebuild, whatever the order of the list, with the listed names the
+// pack holds or does not select skipped.
+TEST(AppendFilesTest, ListedFilesEqualARebuild) {
+  TempDir dir;
+  MakeTree(dir / "src", 3, 12, 21);
+  ASSERT_TRUE(Build(dir / "src", dir / "pack", 0, 1).ok());
+  WriteFile(dir / "src/class0/img1a.jpg", RandomBytes(300, 1));
+  WriteFile(dir / "src/class1/sub0/new.jpg", RandomBytes(301, 2));
+  WriteFile(dir / "src/class1/sub-x/n.jpg", RandomBytes(302, 3));  // '-'<'/'
+  WriteFile(dir / "src/class1/zz/z.jpg", RandomBytes(303, 4));
+  WriteFile(dir / "src/class2/aaa.jpg", RandomBytes(304, 5));
+  WriteFile(dir / "src/zeta/z.jpg", RandomBytes(305, 6));
+  WriteFile(dir / "src/zeta/notes.txt", "not a sample");
+  WriteFile(dir / "src/top.jpg", "not in a class");
+  AppendSummary summary;
+  Status s = AppendList(dir / "pack", dir / "src",
+                        {"zeta/z.jpg", "class1/zz/z.jpg",
+                         dir / "src/class1/sub0/new.jpg",  // absolute
+                         "./class0/img1a.jpg", "class2/aaa.jpg",
+                         "class1/sub-x/n.jpg", "class0/img1a.jpg",  // twice
+                         "class0/img2.jpg",  // already packed
+                         "zeta/notes.txt", "top.jpg"},
+                        &summary);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(summary.appended, 6u);
+  EXPECT_EQ(summary.already_packed, 1u);
+  EXPECT_EQ(summary.new_classes, 1u);
+  EXPECT_EQ(summary.kept, 0u);
+  ASSERT_EQ(summary.warnings.size(), 1u);
+  EXPECT_TRUE(Contains(summary.warnings[0], "2 listed files are not samples"))
+      << summary.warnings[0];
+  ASSERT_TRUE(Build(dir / "src", dir / "rebuilt", 0, 1).ok());
+  std::unique_ptr<Reader> appended = Open(dir / "pack");
+  ExpectSamePack(*appended, *Open(dir / "rebuilt"));
+  EXPECT_TRUE(appended->CheckIndex().ok());
+  // Again, onto the merged pack: a new class that sorts between, with
+  // consent, and a file before every old one of its class.
+  WriteFile(dir / "src/class10/x.jpg", RandomBytes(306, 7));
+  WriteFile(dir / "src/class2/0.jpg", RandomBytes(307, 8));
+  s = AppendList(dir / "pack", dir / "src", {"class2/0.jpg", "class10/x.jpg"},
+                 &summary);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_TRUE(Contains(s, "'class10' sorts before existing classes"));
+  s = AppendList(dir / "pack", dir / "src", {"class2/0.jpg", "class10/x.jpg"},
+                 &summary, /*relabel=*/true);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(summary.appended, 2u);
+  EXPECT_EQ(summary.relabeled_classes, 2u);  // class2, zeta
+  ASSERT_TRUE(Build(dir / "src", dir / "rebuilt2", 0, 1).ok());
+  ExpectSamePack(*Open(dir / "pack"), *Open(dir / "rebuilt2"));
+  // Nothing new listed: nothing written.
+  const std::string manifest = ReadFile(dir / "pack/manifest.ufs");
+  s = AppendList(dir / "pack", dir / "src", {"class2/0.jpg"}, &summary);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(summary.appended, 0u);
+  EXPECT_EQ(summary.already_packed, 1u);
+  EXPECT_EQ(ReadFile(dir / "pack/manifest.ufs"), manifest);
+}
+
+TEST(AppendFilesTest, BadNamesMissingFilesAndForeignOrders) {
+  TempDir dir;
+  MakeTree(dir / "src", 2, 4, 22);
+  ASSERT_TRUE(Build(dir / "src", dir / "pack", 0, 1).ok());
+  AppendSummary summary;
+  for (const char* bad : {"", "/etc/passwd.jpg", "class0/../x.jpg",
+                          "class0//x.jpg", "class0/./x.jpg", "class0/"}) {
+    SCOPED_TRACE(bad);
+    Status s = AppendList(dir / "pack", dir / "src", {"class0/img1.jpg", bad},
+                          &summary);
+    EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+    EXPECT_TRUE(Contains(s, "listed file 2 '")) << s.ToString();
+    EXPECT_TRUE(Contains(s, "not a path relative to")) << s.ToString();
+  }
+  // A listed file that is not there: an error naming it, nothing written.
+  Status s =
+      AppendList(dir / "pack", dir / "src", {"class0/gone.jpg"}, &summary);
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(Contains(s, "class0/gone.jpg")) << s.ToString();
+  EXPECT_FALSE(test::Exists(dir / "pack/manifest.ufs"));
+  for (const std::string& n : test::PackTempFiles(dir / "pack"))
+    ADD_FAILURE() << n;
+  // Flat packs take any relative name.
+  ASSERT_TRUE(Build(dir / "src", dir / "flat", 0, 1, /*flat=*/true).ok());
+  WriteFile(dir / "src/aaa.jpg", "top");
+  WriteFile(dir / "src/class1/m.jpg", "m");
+  s = AppendList(dir / "flat", dir / "src", {"class1/m.jpg", "aaa.jpg"},
+                 &summary);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(summary.appended, 2u);
+  ASSERT_TRUE(Build(dir / "src", dir / "flat2", 0, 1, true).ok());
+  ExpectSamePack(*Open(dir / "flat"), *Open(dir / "flat2"));
+  // A pack whose records are not in ImageFolder's order (two packs merged
+  // in name order b, a): refused, nothing written.
+  WriteFile(dir / "x/c0/b.jpg", "b");
+  WriteFile(dir / "y/c0/a.jpg", "a");
+  ASSERT_TRUE(Build(dir / "x", dir / "px", 0, 1).ok());
+  ASSERT_TRUE(Build(dir / "y", dir / "py", 0, 1).ok());
+  MergeSummary merged;
+  ASSERT_TRUE(MergePacks({dir / "px", dir / "py"}, dir / "xy", &merged).ok());
+  WriteFile(dir / "t/c0/ab.jpg", "ab");
+  const std::string manifest = ReadFile(dir / "xy/manifest.ufs");
+  s = AppendList(dir / "xy", dir / "t", {"c0/ab.jpg"}, &summary);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_TRUE(Contains(s,
+                       "record 1 'c0/a.jpg' comes after 'c0/b.jpg', out "
+                       "of ImageFolder's order"))
+      << s.ToString();
+  EXPECT_EQ(ReadFile(dir / "xy/manifest.ufs"), manifest);
+  for (const std::string& n : test::PackTempFiles(dir / "xy"))
+    ADD_FAILURE() << n;
+}
+
 // --- What a rank maps
 // ------------------------------------------------------------
 
@@ -579,6 +723,35 @@ TEST(RanksTest, AMergedPackMapsOnlyThePartsUsed) {
   mapped = MappedIndexes(parts_dir);
   EXPECT_EQ(mapped.size(), 2u);
   EXPECT_EQ(mapped.count(parts_dir + "/p0/index.ufs"), 0u);
+
+  // Released pages leave the resident set; a later use maps them back.
+  const uint64_t before = MappedIndexes(parts_dir)[parts_dir + "/p1/index.ufs"];
+  r->ReleaseRecords(kPer, kPer);  // all of part 1's records
+  uint64_t after = MappedIndexes(parts_dir)[parts_dir + "/p1/index.ufs"];
+  EXPECT_LT(after, before);
+  EXPECT_LE(after, 128u << 10);  // what fault-around mapped beyond them
+  r->ReleaseIndex();
+  for (const auto& [path, resident] : MappedIndexes(parts_dir))
+    EXPECT_EQ(resident, 0u) << path;
+  for (uint64_t i : {kPer + 1000, 3 * kPer + 7}) {
+    ASSERT_TRUE(r->Read(i, &bytes).ok());
+    EXPECT_EQ(bytes, std::string(16, static_cast<char>(i % kPer)));
+  }
+  ASSERT_TRUE(r->Find("class1/r00001000.jpg", &at).ok());
+  EXPECT_EQ(at, kPer + 1000);
+  // Out of range and empty: nothing happens.
+  r->ReleaseRecords(4 * kPer, 10);
+  r->ReleaseRecords(0, 0);
+  // A single pack the same way (after a CheckIndex, which releases as it
+  // goes).
+  std::unique_ptr<Reader> single = Open(parts[2]);
+  ASSERT_TRUE(single->CheckIndex().ok());
+  single->ReleaseRecords(0, kPer);
+  Record rec;
+  ASSERT_TRUE(single->GetRecord(kPer - 1, &rec).ok());
+  EXPECT_EQ(rec.name, "class2/r00019999.jpg");
+  single->ReleaseIndex();
+  EXPECT_EQ(MappedIndexes(parts_dir)[parts_dir + "/p2/index.ufs"], 0u);
 }
 
 TEST(JoinPartPathTest, LocalAndUrls) {
@@ -640,6 +813,47 @@ TEST(MergeCliTest, BuildPartsMergeAndRead) {
       RunCli({"merge", dir / "parts/p0", dir / "parts/p2", "-o", dir / "m2"});
   EXPECT_NE(missing.exit_code, 0);
   EXPECT_TRUE(Contains(missing.err, "part 1/3 is missing")) << missing.err;
+}
+
+// `ufspack append --files-from`: a list file, NUL-separated, and a missing
+// list; the result reads as a rebuild.
+TEST(MergeCliTest, AppendFilesFrom) {
+  TempDir dir;
+  MakeTree(dir / "src", 2, 5, 9);
+  ASSERT_EQ(RunCli({"build", dir / "src", "-o", dir / "pack", "-q"}).exit_code,
+            0);
+  WriteFile(dir / "src/class0/new.jpg", "n");
+  WriteFile(dir / "src/class1/sub0/a.jpg", "a");
+  WriteFile(dir / "list", "./class0/new.jpg\n\n" + (dir / "src") +
+                              "/class1/sub0/a.jpg\nclass0/img1.jpg\n");
+  test::CommandResult r = RunCli({"append", dir / "pack", dir / "src",
+                                  "--files-from", dir / "list", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "\"appended\":2,")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "\"already_packed\":1")) << r.out;
+  ASSERT_EQ(
+      RunCli({"build", dir / "src", "-o", dir / "rebuilt", "-q"}).exit_code, 0);
+  EXPECT_EQ(RunCli({"ls", dir / "pack"}).out,
+            RunCli({"ls", dir / "rebuilt"}).out);
+  WriteFile(dir / "src/class1/z\nline.jpg", "z");
+  WriteFile(dir / "list0", std::string("class1/z\nline.jpg\0", 18));
+  r = RunCli({"append", dir / "pack", dir / "src", "--files-from",
+              dir / "list0", "--null"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "appended 1 records")) << r.out;
+  r = RunCli({"append", dir / "pack", dir / "src", "--files-from",
+              dir / "list0", "--null"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "nothing to append: every listed file is in"))
+      << r.out;
+  r = RunCli(
+      {"append", dir / "pack", dir / "src", "--files-from", dir / "nolist"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, "nolist: cannot open --files-from list"))
+      << r.err;
+  r = RunCli({"append", dir / "pack", dir / "src", "--null"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(Contains(r.err, "--null needs --files-from")) << r.err;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -738,6 +739,26 @@ void MakeEdgeCaseTree(const TempDir& t, const std::string& root) {
   test::Symlink(t / "missing", root + "/danglingclass");
 }
 
+// ImageFolderLess puts each class's names (ImageFolder's order, from
+// Python) back in that order from a scrambled copy.
+void ExpectImageFolderLessSorts(const EntryList& entries) {
+  std::map<uint32_t, std::vector<std::string>> by_class;
+  for (const auto& [name, label] : entries) by_class[label].push_back(name);
+  for (const auto& [label, names] : by_class) {
+    SCOPED_TRACE(label);
+    for (size_t k = 1; k < names.size(); ++k) {
+      EXPECT_TRUE(ImageFolderLess(names[k - 1], names[k]))
+          << names[k - 1] << " < " << names[k];
+      EXPECT_FALSE(ImageFolderLess(names[k], names[k - 1]));
+    }
+    std::vector<std::string> scrambled(names.rbegin(), names.rend());
+    std::rotate(scrambled.begin(), scrambled.begin() + scrambled.size() / 3,
+                scrambled.end());
+    std::sort(scrambled.begin(), scrambled.end(), ImageFolderLess);
+    EXPECT_EQ(scrambled, names);
+  }
+}
+
 TEST(ScanParityTest, MatchesImageFolder) {
   if (!HavePython()) GTEST_SKIP() << kPython << " not found";
   TempDir t;
@@ -771,6 +792,7 @@ TEST(ScanParityTest, MatchesImageFolder) {
   EXPECT_EQ(inline_py.source, "inline");
   EXPECT_EQ(inline_py.classes, py.classes);
   EXPECT_EQ(inline_py.entries, py.entries);
+  ExpectImageFolderLessSorts(py.entries);
 }
 
 TEST(ScanParityTest, FlatMatchesSortedWalk) {
@@ -791,6 +813,7 @@ TEST(ScanParityTest, FlatMatchesSortedWalk) {
   EXPECT_EQ(Entries(r), py.entries) << "ufspack:\n"
                                     << ShowList(Entries(r)) << "python:\n"
                                     << ShowList(py.entries);
+  ExpectImageFolderLessSorts(py.entries);
 }
 
 // PyFsLess against Python's sorted(key=os.fsdecode) on many byte strings

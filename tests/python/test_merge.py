@@ -167,3 +167,31 @@ def test_append_matches_imagefolder(small_tree, tmp_path):
     ds = ufspack.MyImageFolder(pack)
     assert ds.classes == ref.classes and ds.samples == ref.samples and ds.targets == ref.targets
     assert ufspack.append(pack, tree)["appended"] == 0
+
+
+def test_append_listed_files_matches_imagefolder(small_tree, tmp_path):
+    """``files=``: the listed files only, no scan; ImageFolder parity after."""
+    import shutil
+
+    tree = tmp_path / "tree"
+    shutil.copytree(small_tree, tree)
+    pack = str(tmp_path / "pack")
+    ufspack.build(str(tree), pack, progress=False)
+    shutil.copy(tree / "class1" / "img3.jpg", tree / "class1" / "img3b.jpg")
+    os.makedirs(tree / "class9" / "sub")
+    shutil.copy(tree / "class0" / "img2.png", tree / "class9" / "sub" / "x.png")
+    (tree / "class9" / "readme.txt").write_text("not a sample")
+    s = ufspack.append(pack, tree, files=[os.path.join("class9", "sub", "x.png"), tree / "class1" / "img3b.jpg",
+                                          "class9/readme.txt", "class1/img3.jpg"])
+    assert (s["appended"], s["already_packed"], s["new_classes"], s["kept"]) == (2, 1, 1, 0)
+    assert len(s["warnings"]) == 1 and "not samples" in s["warnings"][0]
+    ref = torchvision.datasets.ImageFolder(str(tree))
+    ds = ufspack.MyImageFolder(pack)
+    assert ds.classes == ref.classes and ds.samples == ref.samples and ds.targets == ref.targets
+    for i in range(len(ref)):
+        assert np.array_equal(np.asarray(ds[i][0]), np.asarray(ref[i][0]))
+    with pytest.raises(ValueError, match="listed file 1 '../x.jpg': not a path relative to"):
+        ufspack.append(pack, tree, files=["../x.jpg"])
+    with pytest.raises(OSError, match="class1/missing.jpg"):
+        ufspack.append(pack, tree, files=["class1/missing.jpg"])
+    assert ufspack.append(pack, tree, files=[])["appended"] == 0

@@ -485,6 +485,58 @@ TEST(ReaderFindTest, FindsEveryNameInALargerPack) {
   EXPECT_TRUE(r->Find("f/300.bin", &found).IsNotFound());
 }
 
+// FindMany and GetRecords give the answers of Find and GetRecord, whatever
+// the batch length (groups of 16 inside: full, partial, several), with
+// absent names in between.
+TEST(ReaderFindTest, FindManyAndGetRecordsMatchTheSingleCalls) {
+  TempDir tmp;
+  const std::vector<Item> items = ManyItems(300);
+  ASSERT_TRUE(WritePack(tmp / "p", StandardClasses(), items).ok());
+  std::unique_ptr<Reader> r;
+  ASSERT_TRUE(OpenPack(tmp / "p", &r).ok());
+  std::vector<std::string> names;
+  std::vector<uint64_t> expect;
+  for (uint64_t i = 0; i < items.size(); ++i) {
+    const uint64_t at = (i * 37) % items.size();  // out of index order
+    names.push_back(items[at].name);
+    expect.push_back(at);
+    if (i % 7 == 0) {
+      names.push_back(items[at].name + "x");
+      expect.push_back(Reader::kNoRecord);
+    }
+  }
+  names.push_back("");
+  expect.push_back(Reader::kNoRecord);
+  const std::vector<std::string_view> views(names.begin(), names.end());
+  for (size_t count : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17},
+                       size_t{33}, views.size()}) {
+    SCOPED_TRACE(count);
+    std::vector<uint64_t> got(count + 1, 99);
+    ASSERT_TRUE(r->FindMany(views.data(), count, got.data()).ok());
+    for (size_t k = 0; k < count; ++k) EXPECT_EQ(got[k], expect[k]) << k;
+    EXPECT_EQ(got[count], 99u);  // nothing past count written
+  }
+  std::vector<uint64_t> indices;
+  for (uint64_t i = 0; i < items.size(); ++i)
+    indices.push_back((i * 101) % items.size());
+  std::vector<Record> recs(indices.size());
+  ASSERT_TRUE(r->GetRecords(indices.data(), indices.size(), recs.data()).ok());
+  for (size_t k = 0; k < indices.size(); ++k) {
+    Record one;
+    ASSERT_TRUE(r->GetRecord(indices[k], &one).ok());
+    EXPECT_EQ(recs[k].index, indices[k]);
+    EXPECT_EQ(recs[k].name, one.name);
+    EXPECT_EQ(recs[k].offset, one.offset);
+    EXPECT_EQ(recs[k].checksum, one.checksum);
+    EXPECT_EQ(recs[k].label, one.label);
+  }
+  // The first error is GetRecord's: an index past the end.
+  indices[20] = items.size();
+  Status s = r->GetRecords(indices.data(), indices.size(), recs.data());
+  EXPECT_TRUE(s.IsOutOfRange()) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(), "record 300 out of range"));
+}
+
 // ---------------------------------------------------------------------------
 // Read
 // ---------------------------------------------------------------------------
@@ -1498,6 +1550,36 @@ TEST_F(ReaderTest, LookupSlotReferringPastRecordsIsCorruption) {
   Status s = r->Find("cat/a.jpg", &found);
   EXPECT_TRUE(s.IsCorruption()) << s.ToString();
   EXPECT_TRUE(Contains(s.message(), "refers to record 5 of 5"));
+  const std::string_view names[] = {"cat/a.jpg", "dog/y.jpg"};
+  uint64_t many[2];
+  s = r->FindMany(names, 2, many);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(), "refers to record 5 of 5"));
+}
+
+TEST_F(ReaderTest, FindManyAndGetRecordsReportADamagedNameRange) {
+  // Record 1's name lies past the pool: the prefetch skips it, the check
+  // reports it, as GetRecord and Find do.
+  const IndexHeader h = ReadIndexHeader(index_path());
+  Patch64(index_path(),
+          h.records.offset + RecordEntry::kEncodedLength +
+              RecordEntry::kNameOffsetAt,
+          UINT64_MAX - 2);
+  std::unique_ptr<Reader> r = MustOpen();
+  ASSERT_NE(r, nullptr);
+  const uint64_t indices[] = {0, 1, 2};
+  Record recs[3];
+  Status s = r->GetRecords(indices, 3, recs);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(), "record 1: name at pool offset"));
+  std::vector<std::string_view> names;
+  for (const Item& item : items_) names.push_back(item.name);
+  std::vector<uint64_t> found(names.size());
+  Status fs = r->FindMany(names.data(), names.size(), found.data());
+  uint64_t one;
+  Status single = r->Find(items_[1].name, &one);
+  EXPECT_TRUE(single.IsCorruption()) << single.ToString();
+  EXPECT_EQ(fs.ToString(), single.ToString());
 }
 
 TEST_F(ReaderTest, FindTerminatesOnFullLookupTable) {
@@ -1512,6 +1594,12 @@ TEST_F(ReaderTest, FindTerminatesOnFullLookupTable) {
   EXPECT_TRUE(r->Find("not/there", &found).IsNotFound());
   ASSERT_TRUE(r->Find("dog/y.jpg", &found).ok());
   EXPECT_EQ(found, 4u);
+  const std::string_view names[] = {"not/there", "dog/y.jpg", "cat/a.jpg"};
+  uint64_t many[3];
+  ASSERT_TRUE(r->FindMany(names, 3, many).ok());
+  EXPECT_EQ(many[0], Reader::kNoRecord);
+  EXPECT_EQ(many[1], 4u);
+  EXPECT_EQ(many[2], 0u);
 }
 
 // --- Damaged record bytes in data.ufs --------------------------------------

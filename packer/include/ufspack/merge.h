@@ -32,6 +32,7 @@
 #define UFSPACK_MERGE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,23 @@ struct AppendOptions {
   // progress, cancel); the file selection (flat, extensions) is the pack's.
   BuildOptions build;
   bool relabel = false;
+  // When set, exactly these files are the candidates (`ufspack append
+  // --files-from LIST`) and `dir` is not scanned: the append then costs what
+  // the listed files cost, whatever the tree's size.  Each is a path
+  // relative to `dir`, '/'-separated as the pack names its records (a
+  // leading "./", or `dir` + "/", is dropped); one that is not (empty, "..",
+  // an empty component) is InvalidArgument naming it.  Names outside the
+  // pack's file selection (its extensions; in class mode, a file directly
+  // under `dir`) are skipped with a warning; names the pack already holds
+  // are skipped (AppendSummary::already_packed).  Each new record goes where
+  // ImageFolder's order of the grown tree puts it, found by binary search
+  // among its class's records, so the pack's records must be in that order
+  // (every build and append leaves them so; a merge of separately built
+  // packs need not): checked, one pass over the records of each class that
+  // gets a file (of the whole pack when flat), InvalidArgument if not.  Records
+  // whose files are gone from `dir` are not looked for (AppendSummary::kept is
+  // 0).
+  std::optional<std::vector<std::string>> files;
 };
 
 struct AppendSummary {
@@ -97,6 +115,7 @@ struct AppendSummary {
   uint64_t new_classes = 0;
   uint64_t relabeled_classes = 0;  // existing classes whose label changed
   uint64_t kept = 0;  // records of the pack no longer under `dir`, kept
+  uint64_t already_packed = 0;  // candidates the pack already held
   uint64_t parts = 0;
   uint64_t segments = 0;
   std::vector<std::string> warnings;

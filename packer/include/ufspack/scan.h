@@ -94,6 +94,13 @@ UFSPACK_EXPORT Status ScanTree(const std::string& root,
 // order except where undecodable bytes meet 4-byte UTF-8 sequences.
 UFSPACK_EXPORT bool PyFsLess(std::string_view a, std::string_view b);
 
+// Whether sample name `a` (a path relative to the root, as ScanEntry::name)
+// comes before `b` in ScanTree's order, for two names of one class (or of a
+// flat tree): by directory (the part before the last '/', whole paths
+// compared with PyFsLess, as sorted(os.walk()) compares them), then by file
+// name.
+UFSPACK_EXPORT bool ImageFolderLess(std::string_view a, std::string_view b);
+
 // Extensions as ScanTree compares them: ASCII lower case, leading '.'.
 UFSPACK_EXPORT std::vector<std::string> NormalizeExtensions(
     std::vector<std::string> extensions);

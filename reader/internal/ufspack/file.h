@@ -118,6 +118,12 @@ class UFSPACK_EXPORT Region {
   virtual ~Region();
   virtual std::string_view bytes() const = 0;
   virtual const std::string& name() const = 0;
+  // Hints that bytes [p, p + n) of bytes() will not be needed again soon.
+  // A file mapping drops every page that range touches from this process's
+  // page tables (madvise MADV_DONTNEED: the page cache keeps them
+  // and a later read maps them back), so a one-pass scan over a large
+  // index does not leave it all resident.  The bytes stay readable.
+  virtual void Release(const char* p, size_t n) const;
 };
 
 // Maps `path` read-only (MAP_SHARED, PROT_READ).  The file descriptor is
