@@ -374,6 +374,17 @@ TEST(MergeTest, DirectoriesKeepOneKindOfPack) {
 // --- Append
 // -------------------------------------------------------------------
 
+// A merged pack at `out` whose records are out of ImageFolder's order: two
+// packs of one class merged in name order b, a (built under `dir`).
+void MakeUnorderedPack(const TempDir& dir, const std::string& out) {
+  WriteFile(dir / "x/c0/b.jpg", "b");
+  WriteFile(dir / "y/c0/a.jpg", "a");
+  ASSERT_TRUE(Build(dir / "x", dir / "px", 0, 1).ok());
+  ASSERT_TRUE(Build(dir / "y", dir / "py", 0, 1).ok());
+  MergeSummary merged;
+  ASSERT_TRUE(MergePacks({dir / "px", dir / "py"}, out, &merged).ok());
+}
+
 Status Append(const std::string& pack, const std::string& dir,
               AppendSummary* summary, bool relabel = false) {
   AppendOptions o;
@@ -497,14 +508,8 @@ TEST(AppendTest, FlatPacksAndForeignOrders) {
   EXPECT_EQ(summary.appended, 2u);
   ASSERT_TRUE(Build(dir / "src", dir / "flat2", 0, 1, true).ok());
   ExpectSamePack(*Open(dir / "flat"), *Open(dir / "flat2"));
-  // A pack whose order is not the tree's (two packs merged in name order
-  // b, a): refused, nothing written.
-  WriteFile(dir / "x/c0/b.jpg", "b");
-  WriteFile(dir / "y/c0/a.jpg", "a");
-  ASSERT_TRUE(Build(dir / "x", dir / "px", 0, 1).ok());
-  ASSERT_TRUE(Build(dir / "y", dir / "py", 0, 1).ok());
-  MergeSummary merged;
-  ASSERT_TRUE(MergePacks({dir / "px", dir / "py"}, dir / "xy", &merged).ok());
+  // A pack whose order is not the tree's: refused, nothing written.
+  MakeUnorderedPack(dir, dir / "xy");
   WriteFile(dir / "t/c0/a.jpg", "a");
   WriteFile(dir / "t/c0/b.jpg", "b");
   WriteFile(dir / "t/c0/c.jpg", "c");
@@ -619,14 +624,9 @@ TEST(AppendFilesTest, BadNamesMissingFilesAndForeignOrders) {
   EXPECT_EQ(summary.appended, 2u);
   ASSERT_TRUE(Build(dir / "src", dir / "flat2", 0, 1, true).ok());
   ExpectSamePack(*Open(dir / "flat"), *Open(dir / "flat2"));
-  // A pack whose records are not in ImageFolder's order (two packs merged
-  // in name order b, a): refused, nothing written.
-  WriteFile(dir / "x/c0/b.jpg", "b");
-  WriteFile(dir / "y/c0/a.jpg", "a");
-  ASSERT_TRUE(Build(dir / "x", dir / "px", 0, 1).ok());
-  ASSERT_TRUE(Build(dir / "y", dir / "py", 0, 1).ok());
-  MergeSummary merged;
-  ASSERT_TRUE(MergePacks({dir / "px", dir / "py"}, dir / "xy", &merged).ok());
+  // A pack whose records are not in ImageFolder's order: refused, nothing
+  // written.
+  MakeUnorderedPack(dir, dir / "xy");
   WriteFile(dir / "t/c0/ab.jpg", "ab");
   const std::string manifest = ReadFile(dir / "xy/manifest.ufs");
   s = AppendList(dir / "xy", dir / "t", {"c0/ab.jpg"}, &summary);
