@@ -147,7 +147,10 @@ directly under <dir>) are skipped with a warning; a listed file that cannot
 be read fails the append naming it (or is skipped with --skip-unreadable).
 Each new record goes where ImageFolder's order of the grown tree puts it
 (binary search in its class): the pack's records must be in that order,
-checked for each class that gets a file.  Records whose files are gone from
+checked for each class that gets a file (a build leaves them so; records
+kept for deleted files by a scanning append, or a merge of separately built
+packs, may not: then append by scanning, or rebuild).  Listed files inside
+the pack's own directory are skipped.  Records whose files are gone from
 <dir> are not looked for.
 
 Options:

@@ -536,14 +536,31 @@ bool PlainRelativePath(std::string_view name) {
 // by their classes (the listed files' first components, sorted).
 Status ListedFiles(const std::string& dir_in,
                    const std::vector<std::string>& files, const ScanOptions& so,
-                   ScanResult* out, std::vector<std::string>* warnings) {
+                   const std::string& pack_dir, ScanResult* out,
+                   std::vector<std::string>* warnings) {
   std::string dir = dir_in;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   *out = ScanResult();
   out->root = dir;
   const std::vector<std::string> extensions =
       NormalizeExtensions(so.extensions);
-  const std::string prefix = dir + "/";
+  // Names may come as `dir`/name (find's output), with or without "./".
+  std::string_view bare_dir = dir;
+  while (bare_dir.size() > 2 && bare_dir.substr(0, 2) == "./")
+    bare_dir.remove_prefix(2);
+  const std::string prefix = std::string(bare_dir) + "/";
+  // The pack's own directory, when it lies inside the tree (as a build's
+  // scan leaves it out): its path relative to `dir`, plus '/'.
+  std::string own;
+  {
+    std::string real_dir, real_pack;
+    if (RealDir(dir, &real_dir).ok() && RealDir(pack_dir, &real_pack).ok() &&
+        real_pack.size() > real_dir.size() + 1 &&
+        real_pack.compare(0, real_dir.size() + 1, real_dir + "/") == 0) {
+      own = real_pack.substr(real_dir.size() + 1) + "/";
+    }
+  }
+  uint64_t in_pack = 0;
   struct Listed {
     std::string_view cls;
     std::string_view name;
@@ -553,11 +570,16 @@ Status ListedFiles(const std::string& dir_in,
   std::string first_unselected;
   for (size_t k = 0; k < files.size(); ++k) {
     std::string_view name = files[k];
+    while (name.substr(0, 2) == "./") name.remove_prefix(2);
     if (name.size() > prefix.size() &&
         name.substr(0, prefix.size()) == prefix) {
       name.remove_prefix(prefix.size());
     }
     while (name.substr(0, 2) == "./") name.remove_prefix(2);
+    if (!own.empty() && name.substr(0, own.size()) == own) {
+      ++in_pack;  // the pack's own files
+      continue;
+    }
     if (!PlainRelativePath(name)) {
       return Status::InvalidArgument(
           "listed file " + std::to_string(k + 1) + " '" +
@@ -574,6 +596,11 @@ Status ListedFiles(const std::string& dir_in,
     }
     picked.push_back(
         Listed{so.flat ? std::string_view() : name.substr(0, slash), name});
+  }
+  if (in_pack > 0) {
+    warnings->push_back(dir + ": " + std::to_string(in_pack) +
+                        " listed files lie in the pack's own directory " +
+                        pack_dir + ": skipped");
   }
   if (unselected > 0) {
     warnings->push_back(
@@ -621,9 +648,10 @@ Status CheckImageFolderOrder(const Reader& base, const std::string& pack_dir,
         return Status::InvalidArgument(
             pack_dir + ": record " + std::to_string(at + k) + " '" +
             EscapeBytes(name) + "' comes after '" + EscapeBytes(previous) +
-            "', out of ImageFolder's order (a merge of separately built "
-            "packs?): appending a list of files needs a pack in that order; "
-            "append by scanning the tree instead");
+            "', out of ImageFolder's order (kept records of files deleted "
+            "before an earlier append, or a merge of separately built "
+            "packs): appending a list of files needs a pack in that order; "
+            "append by scanning the tree, or rebuild");
       }
       previous.assign(name);
     }
@@ -739,8 +767,8 @@ Status AppendPack(const std::string& pack_in, const std::string& dir,
   // tree, or the listed ones.
   ScanResult scan;
   if (options.files) {
-    UFSPACK_RETURN_IF_ERROR(
-        ListedFiles(dir, *options.files, so, &scan, &summary->warnings));
+    UFSPACK_RETURN_IF_ERROR(ListedFiles(dir, *options.files, so, pack_dir,
+                                        &scan, &summary->warnings));
   } else {
     UFSPACK_RETURN_IF_ERROR(ScanTree(dir, so, &scan));
     for (const std::string& w : scan.warnings) summary->warnings.push_back(w);
@@ -963,6 +991,12 @@ Status AppendPack(const std::string& pack_in, const std::string& dir,
   for (const std::string& w : built.warnings) summary->warnings.push_back(w);
   std::unique_ptr<Reader> added;
   UFSPACK_RETURN_IF_ERROR(Reader::Open(part_dir, {}, &added));
+  if (added->size() == 0) {
+    // Every new file was skipped as unreadable: the pack stays as it was
+    // (no part, no class of skipped files).
+    summary->seconds = SecondsSinceStart(t0);
+    return Status::OK();
+  }
   const uint32_t delta_part = static_cast<uint32_t>(contents.parts.size());
   {
     ManifestContents::Part p;

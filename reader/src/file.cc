@@ -116,7 +116,7 @@ class MmapRegion final : public Region {
     if (n == 0 || from < base || from >= end) return;
     const uintptr_t lo = from & ~(page - 1);
     const uintptr_t hi =
-        (std::min<uintptr_t>(from + n, end) + page - 1) & ~(page - 1);
+        (from + std::min<uintptr_t>(n, end - from) + page - 1) & ~(page - 1);
     // Advice only: a failure changes nothing that can be observed.
     ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
   }

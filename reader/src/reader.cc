@@ -1242,18 +1242,17 @@ void Reader::ReleaseRecords(uint64_t first, uint64_t count) const {
   if (parts_) {
     // Each part's run of these records, where the part is open already.
     const uint64_t end = first + count;
-    while (first < end) {
-      const Reader* part;
-      uint64_t local;
-      size_t k;
-      if (!PartFor(first, &part, &local, &k).ok()) return;
-      const auto& starts = parts_->manifest.segment_starts;
-      const size_t s = static_cast<size_t>(
-          std::upper_bound(starts.begin(), starts.end(), first) -
-          starts.begin() - 1);
-      const uint64_t run = std::min(
-          end - first, starts[s] + parts_->manifest.segments[s].count - first);
-      part->ReleaseRecords(local, run);
+    const auto& starts = parts_->manifest.segment_starts;
+    const auto& segments = parts_->manifest.segments;
+    size_t s = static_cast<size_t>(
+        std::upper_bound(starts.begin(), starts.end(), first) - starts.begin() -
+        1);
+    for (; first < end && s < segments.size(); ++s) {
+      const uint64_t off = first - starts[s];
+      const uint64_t run = std::min(end - first, segments[s].count - off);
+      const internal::PartSlot& slot = parts_->slots[segments[s].part];
+      if (slot.opened.load(std::memory_order_acquire))  // never opens one
+        slot.reader->ReleaseRecords(segments[s].first + off, run);
       first += run;
     }
     return;

@@ -614,6 +614,31 @@ TEST(AppendFilesTest, BadNamesMissingFilesAndForeignOrders) {
   EXPECT_FALSE(test::Exists(dir / "pack/manifest.ufs"));
   for (const std::string& n : test::PackTempFiles(dir / "pack"))
     ADD_FAILURE() << n;
+  // Skipped as unreadable, every one (a new class's only file among them):
+  // nothing written, no empty class.
+  {
+    AppendOptions o;
+    o.build.skip_unreadable = true;
+    o.files = std::vector<std::string>{"class0/gone.jpg", "zz/gone.jpg"};
+    s = AppendPack(dir / "pack", dir / "src", o, &summary);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(summary.appended, 0u);
+    EXPECT_FALSE(test::Exists(dir / "pack/manifest.ufs"));
+    EXPECT_EQ(Open(dir / "pack")->class_count(), 2u);
+  }
+  // A pack inside its own tree: listed files in it are skipped.
+  ASSERT_TRUE(Build(dir / "src", dir / "src/inner.ufspack", 0, 1).ok());
+  WriteFile(dir / "src/class0/new.jpg", "new");
+  s = AppendList(
+      dir / "src/inner.ufspack", dir / "src",
+      {"inner.ufspack/index.ufs", "inner.ufspack/x.jpg", "class0/new.jpg"},
+      &summary);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(summary.appended, 1u);
+  ASSERT_EQ(summary.warnings.size(), 1u);
+  EXPECT_TRUE(Contains(summary.warnings[0],
+                       "2 listed files lie in the pack's own directory"))
+      << summary.warnings[0];
   // Flat packs take any relative name.
   ASSERT_TRUE(Build(dir / "src", dir / "flat", 0, 1, /*flat=*/true).ok());
   WriteFile(dir / "src/aaa.jpg", "top");

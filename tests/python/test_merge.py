@@ -195,3 +195,19 @@ def test_append_listed_files_matches_imagefolder(small_tree, tmp_path):
     with pytest.raises(OSError, match="class1/missing.jpg"):
         ufspack.append(pack, tree, files=["class1/missing.jpg"])
     assert ufspack.append(pack, tree, files=[])["appended"] == 0
+
+
+def test_append_listed_files_relative_to_cwd(small_tree, tmp_path, monkeypatch):
+    """find's output for a relative tree: ./tree/class/x.jpg with tree given as ./tree."""
+    import shutil
+
+    shutil.copytree(small_tree, tmp_path / "tree")
+    monkeypatch.chdir(tmp_path)
+    ufspack.build("tree", "pack", progress=False)
+    shutil.copy(os.path.join("tree", "class1", "img3.jpg"), os.path.join("tree", "class1", "img3b.jpg"))
+    s = ufspack.append("pack", "./tree", files=["./tree/class1/img3b.jpg"])
+    assert s["appended"] == 1 and s["warnings"] == []
+    ref = torchvision.datasets.ImageFolder("tree")
+    ds = ufspack.MyImageFolder("pack")
+    assert [os.path.relpath(p) for p, _ in ds.samples] == [os.path.relpath(p) for p, _ in ref.samples]
+    assert ds.targets == ref.targets

@@ -98,9 +98,11 @@ struct AppendOptions {
   // are skipped (AppendSummary::already_packed).  Each new record goes where
   // ImageFolder's order of the grown tree puts it, found by binary search
   // among its class's records, so the pack's records must be in that order
-  // (every build and append leaves them so; a merge of separately built
-  // packs need not): checked, one pass over the records of each class that
-  // gets a file (of the whole pack when flat), InvalidArgument if not.  Records
+  // (every build leaves them so, and every append of files that sort after
+  // the records kept for deleted files; a merge of separately built packs
+  // need not): checked, one pass over the records of each class that gets
+  // a file (of the whole pack when flat), InvalidArgument if not.  Listed
+  // files inside the pack's own directory are skipped with a warning.  Records
   // whose files are gone from `dir` are not looked for (AppendSummary::kept is
   // 0).
   std::optional<std::vector<std::string>> files;
