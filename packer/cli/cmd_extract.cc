@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "posix_io.h"
 #include "prefetch.h"
 #include "ufspack/reader.h"
 #include "util.h"
@@ -55,25 +56,6 @@ Options:
 )";
 
 namespace {
-
-// Why `name` may not be extracted, or "" if it may.
-std::string UnsafeName(std::string_view name) {
-  if (name.empty()) return "empty name";
-  if (name.front() == '/') return "absolute path";
-  if (name.find('\0') != std::string_view::npos) return "contains a NUL byte";
-  size_t start = 0;
-  while (start <= name.size()) {
-    size_t slash = name.find('/', start);
-    if (slash == std::string_view::npos) slash = name.size();
-    std::string_view comp = name.substr(start, slash - start);
-    if (comp.empty()) return "empty path component";
-    if (comp == ".") return "'.' path component";
-    if (comp == "..") return "'..' path component";
-    if (comp.size() > 255) return "path component longer than 255 bytes";
-    start = slash + 1;
-  }
-  return "";
-}
 
 // Keeps the directory of the previous file open: pack order groups files
 // by directory, so most records reuse it.
@@ -180,7 +162,7 @@ int CmdExtract(const Argv& argv) {
       PrintError(s);
       return ExitCodeFor(s);
     }
-    std::string why = UnsafeName(r.name);
+    std::string why = internal::UnsafeRelativePath(r.name);
     if (why.empty()) {
       // Names are unique in a valid pack; a damaged or crafted one may
       // repeat a name, and its second record would replace (--force) or

@@ -1,7 +1,7 @@
 // Copyright 2026 The ufspack Authors.
 //
 // The steps of BuildPack that `ufspack append` reuses on a scan of its own
-// (packer/src/append.cc).  Internal to the packer (not installed).
+// (packer/src/merge.cc).  Internal to the packer (not installed).
 //
 // Thread safety: as BuildPack (reentrant; a PackWriter is one thread's).
 #ifndef UFSPACK_PACKER_SRC_BUILD_INTERNAL_H_

@@ -516,21 +516,6 @@ uint32_t IndexIn(const std::vector<std::string>& sorted,
       sorted.begin());
 }
 
-// Whether `name` is a plain relative path: not empty, no leading '/', no
-// empty, "." or ".." component, no NUL.
-bool PlainRelativePath(std::string_view name) {
-  if (name.empty() || name.find('\0') != std::string_view::npos) return false;
-  size_t start = 0;
-  while (start <= name.size()) {
-    size_t slash = name.find('/', start);
-    if (slash == std::string_view::npos) slash = name.size();
-    const std::string_view part = name.substr(start, slash - start);
-    if (part.empty() || part == "." || part == "..") return false;
-    start = slash + 1;
-  }
-  return true;
-}
-
 // AppendOptions::files as a scan of `dir` would give them: the listed names
 // that `so` selects, without duplicates, in ImageFolder's order, labelled
 // by their classes (the listed files' first components, sorted).
@@ -580,11 +565,12 @@ Status ListedFiles(const std::string& dir_in,
       ++in_pack;  // the pack's own files
       continue;
     }
-    if (!PlainRelativePath(name)) {
-      return Status::InvalidArgument(
-          "listed file " + std::to_string(k + 1) + " '" +
-          EscapeBytes(files[k]) + "': not a path relative to " + dir +
-          " (empty, absolute, or with an empty, '.' or '..' component)");
+    const std::string why = internal::UnsafeRelativePath(name);
+    if (!why.empty()) {
+      return Status::InvalidArgument("listed file " + std::to_string(k + 1) +
+                                     " '" + EscapeBytes(files[k]) +
+                                     "': not a path relative to " + dir + " (" +
+                                     why + ")");
     }
     const size_t slash = name.find('/');
     const bool selected =

@@ -74,5 +74,23 @@ void RemoveTree(const std::string& path) {
   ::nftw(path.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+std::string UnsafeRelativePath(std::string_view name) {
+  if (name.empty()) return "empty name";
+  if (name.front() == '/') return "absolute path";
+  if (name.find('\0') != std::string_view::npos) return "contains a NUL byte";
+  size_t start = 0;
+  while (start <= name.size()) {
+    size_t slash = name.find('/', start);
+    if (slash == std::string_view::npos) slash = name.size();
+    std::string_view comp = name.substr(start, slash - start);
+    if (comp.empty()) return "empty path component";
+    if (comp == ".") return "'.' path component";
+    if (comp == "..") return "'..' path component";
+    if (comp.size() > 255) return "path component longer than 255 bytes";
+    start = slash + 1;
+  }
+  return "";
+}
+
 }  // namespace internal
 }  // namespace ufspack

@@ -1,7 +1,8 @@
 // Copyright 2026 The ufspack Authors.
 //
 // Writing to file descriptors: the loops every writer in ufspack needs
-// (EINTR, short writes) and fsync, in one place.  Internal to the packer
+// (EINTR, short writes) and fsync, in one place; removing a tree; checking
+// a relative path.  Internal to the packer
 // and the command line tool (not installed).
 //
 // Every function returns an IOError carrying errno (Status::errno_value())
@@ -17,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "ufspack/status.h"
 
@@ -46,6 +48,13 @@ Status CloseFile(int* fd, const std::string& path);
 // Removes `path` and everything below it (nftw, not following symlinks),
 // best effort: what cannot be removed is left.
 void RemoveTree(const std::string& path);
+
+// Why `name` is not a plain relative path under a root ("" when it is):
+// empty, absolute, a NUL byte, an empty, "." or ".." component, or a
+// component longer than 255 bytes.  For names that come from outside (an
+// index being extracted, a list of files to append) before they are joined
+// to a directory.
+std::string UnsafeRelativePath(std::string_view name);
 
 }  // namespace internal
 }  // namespace ufspack
