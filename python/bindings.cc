@@ -802,7 +802,9 @@ py::dict Build(
     py::gil_scoped_acquire gil;
     try {
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-      if (progress)
+      // (Not while a part build sizes the whole tree: files_total would
+      // count the tree's files, then the part's.)
+      if (progress && !p.splitting)
         progress(p.files_done, p.files_total, p.bytes_in, p.bytes_out);
     } catch (py::error_already_set& e) {
       saved_error = std::make_shared<py::error_already_set>(std::move(e));

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -55,7 +56,9 @@ Options:
                             ImageFolder-ordered sample list is split into
                             <n> contiguous ranges of about equal bytes
                             (every part job scans the whole tree and stats
-                            every file, so all agree on the split); the part
+                            every file, so all agree on the split, then
+                            lists again only the classes of its range; the
+                            tree must not change meanwhile); the part
                             keeps the whole class table.  Run the <n> jobs
                             anywhere (a Slurm array, a Kubernetes indexed
                             Job), then join them with `ufspack merge`
@@ -369,16 +372,37 @@ int CmdBuild(const Argv& argv) {
   progress.Update("scanning " + Printable(src) + " ...", true);
   options.progress = [&](const BuildProgress& p) {
     if (!progress.enabled()) return;
+    const std::string classes =
+        p.classes_total > 0 ? "class " + FormatCount(p.classes_scanned) + "/" +
+                                  FormatCount(p.classes_total)
+                            : "";
+    if (p.splitting) {
+      progress.Update("sizing " + Printable(src) +
+                      " for the split: " + FormatCount(p.files_total) +
+                      " files" + (classes.empty() ? "" : ", " + classes));
+      return;
+    }
+    // While a large tree is still being listed the total grows: estimate
+    // it from the share of classes listed.
+    double total = static_cast<double>(p.files_total);
+    if (!p.scan_done && p.classes_scanned > 0 && p.classes_total > 0) {
+      total = std::max(total, total * static_cast<double>(p.classes_total) /
+                                  static_cast<double>(p.classes_scanned));
+    }
     double rate =
         p.seconds > 0 ? static_cast<double>(p.files_done) / p.seconds : 0;
-    double eta = rate > 0
-                     ? static_cast<double>(p.files_total - p.files_done) / rate
+    double eta = rate > 0 && (p.scan_done || p.classes_total > 0)
+                     ? (total - static_cast<double>(p.files_done)) / rate
                      : -1;
-    progress.Update("packing " + FormatCount(p.files_done) + "/" +
-                    FormatCount(p.files_total) + " files  " +
-                    FormatBytes(p.bytes_in) + "  " +
-                    FormatCount(static_cast<uint64_t>(rate)) +
-                    " files/s  ETA " + FormatDuration(eta));
+    progress.Update(
+        "packing " + FormatCount(p.files_done) + "/" +
+        (p.scan_done
+             ? FormatCount(p.files_total)
+             : FormatCount(p.files_total) + "+ (listing " +
+                   (classes.empty() ? std::string("files") : classes) + ")") +
+        " files  " + FormatBytes(p.bytes_in) + "  " +
+        FormatCount(static_cast<uint64_t>(rate)) + " files/s  ETA " +
+        (p.scan_done || eta < 0 ? "" : "~") + FormatDuration(eta));
   };
 
   BuildSummary summary;

@@ -7,6 +7,9 @@
 #ifndef UFSPACK_PACKER_SRC_BUILD_INTERNAL_H_
 #define UFSPACK_PACKER_SRC_BUILD_INTERNAL_H_
 
+#include <string>
+#include <vector>
+
 #include "ufspack/builder.h"
 #include "ufspack/scan.h"
 #include "ufspack/status.h"
@@ -18,6 +21,9 @@ namespace internal {
 // extension selection).
 Status DescribeSource(const ScanResult& scan, const BuildOptions& options,
                       PackWriter* writer);
+Status DescribeSource(const std::string& root,
+                      const std::vector<std::string>& classes,
+                      const BuildOptions& options, PackWriter* writer);
 
 // Reads scan.entries (with options.threads in flight), adds them to
 // `writer` in order and publishes the pack (Finish); fills *summary.  On

@@ -15,9 +15,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <functional>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -537,40 +541,24 @@ Status CheckSourceDir(const std::string& src, struct stat* st) {
   return Status::OK();
 }
 
-// Lists the files to pack (ScanTree), never descending into the output
-// directory `out_st` (null if it could not be stat'ed).
-Status ScanSources(const std::string& src, const struct stat* out_st,
-                   BuildOptions* options, ScanResult* scan,
-                   BuildSummary* summary) {
-  if (out_st != nullptr) {
-    options->scan.exclude_dev = out_st->st_dev;
-    options->scan.exclude_ino = out_st->st_ino;
-  }
-  UFSPACK_RETURN_IF_ERROR(ScanTree(src, options->scan, scan));
-  summary->skipped = scan->skipped;
-  for (auto& w : scan->warnings) Warn(summary, std::move(w));
-  return Status::OK();
+// Whether the pack's own files can show up among the samples: when the
+// output directory is the source root, a previous data.ufs / index.ufs and
+// this build's temporary files lie at the top of the tree (only listed in
+// flat mode).
+bool OutputIsRoot(const struct stat& src_st, const struct stat* out_st) {
+  return out_st != nullptr && out_st->st_dev == src_st.st_dev &&
+         out_st->st_ino == src_st.st_ino;
 }
 
-// When the output directory is the source root, the pack's own files (a
-// previous data.ufs / index.ufs, this build's temporary files) lie at the
-// top of the tree (only listed in flat mode): leave them out.
-void DropPackFiles(const std::string& src, const struct stat& src_st,
-                   const struct stat* out_st, ScanResult* scan,
-                   BuildSummary* summary) {
-  if (out_st == nullptr || out_st->st_dev != src_st.st_dev ||
-      out_st->st_ino != src_st.st_ino) {
-    return;
-  }
+// Leaves the pack's own files out of `entries` (see OutputIsRoot); true if
+// any was.
+bool DropPackFiles(std::vector<ScanEntry>* entries) {
   auto end = std::remove_if(
-      scan->entries.begin(), scan->entries.end(),
+      entries->begin(), entries->end(),
       [](const ScanEntry& e) { return internal::IsPackFileName(e.name); });
-  if (end != scan->entries.end()) {
-    Warn(summary, src +
-                      ": the output directory is the source root; not packing "
-                      "the pack's own files");
-    scan->entries.erase(end, scan->entries.end());
-  }
+  if (end == entries->end()) return false;
+  entries->erase(end, entries->end());
+  return true;
 }
 
 }  // namespace
@@ -579,14 +567,15 @@ namespace internal {
 
 // Declares the classes, and the metadata that says where the records came
 // from and how they were selected.
-Status DescribeSource(const ScanResult& scan, const BuildOptions& options,
-                      PackWriter* writer) {
-  for (const std::string& c : scan.classes) {
+Status DescribeSource(const std::string& root,
+                      const std::vector<std::string>& classes,
+                      const BuildOptions& options, PackWriter* writer) {
+  for (const std::string& c : classes) {
     UFSPACK_RETURN_IF_ERROR(writer->AddClass(c));
   }
   // Where the files came from, so readers can give the original paths
   // (MyImageFolder.samples).  As given, without trailing slashes.
-  UFSPACK_RETURN_IF_ERROR(writer->SetMetadata(kMetaSourceRoot, scan.root));
+  UFSPACK_RETURN_IF_ERROR(writer->SetMetadata(kMetaSourceRoot, root));
   // Which files were selected: "*" (all) or the extension list.  Readers
   // that filter like ImageFolder use it to know whether they must.
   std::string selection = "*";
@@ -600,104 +589,32 @@ Status DescribeSource(const ScanResult& scan, const BuildOptions& options,
   return writer->SetMetadata(kMetaExtensions, selection);
 }
 
+Status DescribeSource(const ScanResult& scan, const BuildOptions& options,
+                      PackWriter* writer) {
+  return DescribeSource(scan.root, scan.classes, options, writer);
+}
+
 }  // namespace internal
 
 namespace {
 
-// Keeps only part options.part of options.parts of the scanned samples
-// (BuildOptions::parts) and records the split in the pack's metadata.
-Status SelectPart(const BuildOptions& options, ScanResult* scan,
-                  PackWriter* writer, BuildSummary* summary) {
-  const size_t n = scan->entries.size();
-  std::vector<uint64_t> sizes(n, 0);
-  std::vector<Status> errors(n);
-  ParallelFor(n, options.threads, [&](size_t k) {
-    struct stat st;
-    const std::string path = scan->PathOf(k);
-    if (::stat(path.c_str(), &st) == 0) {
-      sizes[k] = static_cast<uint64_t>(st.st_size);
-    } else {
-      errors[k] = Status::FromErrno(path, errno);
-    }
-  });
-  for (size_t k = 0; k < n; ++k) {
-    if (errors[k].ok()) continue;
-    // Every part job must see the same split: a file no job can stat
-    // weighs nothing (its read fails later and is skipped or fatal).
-    if (!options.skip_unreadable) {
-      return errors[k].WithContext("--part needs every file's size");
-    }
-    Warn(summary, errors[k].ToString() + "; weighs 0 in the part split");
-  }
-  XXH3_state_t* state = XXH3_createState();
-  if (state == nullptr) return Status::IOError("out of memory");
-  XXH3_64bits_reset(state);
-  auto put = [&](const void* p, size_t len) {
-    XXH3_64bits_update(state, p, len);
-  };
-  auto put64 = [&](uint64_t v) {
-    char b[8];
-    EncodeFixed64(b, v);
-    put(b, 8);
-  };
-  static constexpr char kDomain[] = "ufspack-split";
-  put(kDomain, sizeof(kDomain));
-  put64(options.parts);
-  put64(scan->classes.size());
-  for (const std::string& c : scan->classes) {
-    put64(c.size());
-    put(c.data(), c.size());
-  }
-  put64(n);
-  for (size_t k = 0; k < n; ++k) {
-    const ScanEntry& e = scan->entries[k];
-    put64(e.name.size());
-    put(e.name.data(), e.name.size());
-    put64(e.label);
-    put64(sizes[k]);
-  }
-  const uint64_t split = XXH3_64bits_digest(state);
-  XXH3_freeState(state);
-
-  const std::vector<uint64_t> bounds = SplitSamples(sizes, options.parts);
-  const uint64_t first = bounds[options.part];
-  const uint64_t count = bounds[options.part + 1] - first;
-  summary->part_first = first;
-  summary->part_samples = count;
-  summary->split_samples = n;
-  scan->entries.erase(
-      scan->entries.begin() + static_cast<ptrdiff_t>(first + count),
-      scan->entries.end());
-  scan->entries.erase(scan->entries.begin(),
-                      scan->entries.begin() + static_cast<ptrdiff_t>(first));
-  UFSPACK_RETURN_IF_ERROR(writer->SetMetadata(
-      kMetaPart,
-      std::to_string(options.part) + "/" + std::to_string(options.parts)));
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx",
-                static_cast<unsigned long long>(split));
-  UFSPACK_RETURN_IF_ERROR(writer->SetMetadata(kMetaPartSplit, hex));
-  return writer->SetMetadata(kMetaPartRange, std::to_string(first) + " " +
-                                                 std::to_string(count) + " " +
-                                                 std::to_string(n));
-}
-
-// Calls BuildOptions::progress from the building thread: once the files
-// are counted, about four times a second while packing, and at the end.
+// Calls BuildOptions::progress from the building thread: while a --part
+// build sizes the tree, once the first files are listed, about four times a
+// second while packing, and at the end.
 class ProgressReporter {
  public:
-  ProgressReporter(const BuildOptions& options, uint64_t files_total)
+  explicit ProgressReporter(const BuildOptions& options)
       : report_(options.progress),
         start_(std::chrono::steady_clock::now()),
-        last_(start_) {
-    progress_.files_total = files_total;
-  }
+        last_(start_) {}
 
   BuildProgress* progress() { return &progress_; }
 
   void Start() {
+    start_ = last_ = std::chrono::steady_clock::now();
     if (report_) report_(progress_);
   }
+  // Reports if a quarter of a second went by since the last report.
   void Tick(const PackWriter& writer) {
     if (!report_) return;
     auto now = std::chrono::steady_clock::now();
@@ -714,7 +631,7 @@ class ProgressReporter {
 
  private:
   const std::function<void(const BuildProgress&)>& report_;
-  const std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_;
   BuildProgress progress_;
 };
@@ -765,28 +682,30 @@ Status AddSlot(const ScanEntry& entry, const std::string& path, Slot* slot,
   return s;
 }
 
-// Reads the scanned files with options.threads threads in flight and adds
-// them to the pack in the scan's order.  A source that fails is skipped
-// with a warning under skip_unreadable; any other error stops the build.
-Status AddRecords(const ScanResult& scan, const BuildOptions& options,
-                  PackWriter* writer, ProgressReporter* reporter,
-                  BuildSummary* summary) {
+// Reads the files `entries` name (under `root`) with options.threads
+// threads in flight and adds them to the pack in order.  A source that
+// fails is skipped with a warning under skip_unreadable; any other error
+// stops the build.
+Status AddRecords(const std::string& root,
+                  const std::vector<ScanEntry>& entries,
+                  const BuildOptions& options, PackWriter* writer,
+                  ProgressReporter* reporter, BuildSummary* summary) {
   internal::ReadAhead::Options ra;
-  ra.count = scan.entries.size();
+  ra.count = entries.size();
   ra.threads = options.threads;
   ra.window = std::max<size_t>(64, static_cast<size_t>(options.threads) * 4);
   ra.budget = kInFlightBudget;
   ra.stop_on_error = !options.skip_unreadable;
   ra.cancel = options.cancel;
+  auto path_of = [&](size_t k) { return root + "/" + entries[k].name; };
   std::vector<Slot> slots(internal::ReadAhead::SlotsFor(ra));
   internal::ReadAhead ahead(
       ra, [&](size_t k, const internal::ReadAhead::Reserve& reserve) {
-        return ReadSlot(scan.PathOf(k), options.writer, reserve,
+        return ReadSlot(path_of(k), options.writer, reserve,
                         &slots[k % slots.size()]);
       });
 
   BuildProgress& progress = *reporter->progress();
-  reporter->Start();  // the count is known
   Status result;
   if (Cancelled(options)) result = Status::Aborted("interrupted");
   size_t k;
@@ -800,8 +719,7 @@ Status AddRecords(const ScanResult& scan, const BuildOptions& options,
     slots[k % slots.size()] = Slot();
     Status s = item;
     if (s.ok()) {
-      s = AddSlot(scan.entries[k], scan.PathOf(k), &slot, writer, &progress,
-                  summary);
+      s = AddSlot(entries[k], path_of(k), &slot, writer, &progress, summary);
     }
     if (!s.ok()) {
       if (!writer->status().ok() || !options.skip_unreadable) {
@@ -828,12 +746,12 @@ Status AddRecords(const ScanResult& scan, const BuildOptions& options,
 }
 
 // Fills in the summary of a build that published its pack.
-void Summarize(const ScanResult& scan, const PackWriter& writer,
+void Summarize(uint64_t classes, const PackWriter& writer,
                const BuildProgress& progress, BuildSummary* summary) {
   summary->index_path = writer.out_dir() + "/" + kIndexFileName;
   summary->data_path = writer.out_dir() + "/" + kDataFileName;
   summary->files = progress.files_done;
-  summary->classes = scan.classes.size();
+  summary->classes = classes;
   summary->bytes_in = progress.bytes_in;
   summary->bytes_out = writer.data_bytes();
   struct stat ist;
@@ -844,6 +762,435 @@ void Summarize(const ScanResult& scan, const PackWriter& writer,
     summary->warnings.push_back("(more warnings not shown)");
   }
 }
+
+// Publishes the pack written so far (or abandons it on error).
+Status FinishPack(Status s, const BuildOptions& options, PackWriter* writer,
+                  ProgressReporter* reporter, uint64_t classes,
+                  BuildSummary* summary) {
+  // A writer-side failure may also be sticky without having been returned.
+  if (s.ok()) s = writer->status();
+  if (s.ok() && Cancelled(options)) s = Status::Aborted("interrupted");
+  if (!s.ok()) {
+    writer->Abandon();
+    return s;
+  }
+  UFSPACK_RETURN_IF_ERROR(writer->Finish(&summary->pack_id));
+  reporter->Report(*writer);
+  Summarize(classes, *writer, *reporter->progress(), summary);
+  return Status::OK();
+}
+
+// --- Part builds (BuildOptions::parts > 1) -----------------------------------
+//
+// Two passes over the tree, neither holding its sample list:
+//   1. every class is listed and its files stat'ed (in class order, a
+//      window of classes at a time); the samples feed the split's hash, and
+//      only each class's count, weight and a hash of its samples are kept;
+//   2. only the classes this part's range touches are listed again, their
+//      samples checked against pass 1 (the hash), the boundary classes cut
+//      where the split's targets fall, and the rest packed.
+
+// A class's samples as pass 1 saw them.
+struct ClassWeight {
+  uint64_t count = 0;
+  uint64_t weight = 0;  // sum of size + 1
+  uint64_t hash = 0;    // XXH3-64 of each sample's name, label and size
+};
+
+// One cut of the split, SplitSamples's b[i]: the first sample whose
+// preceding weights reach `target`.  Pass 1 finds the class holding it,
+// `cls` (whose first sample is `start`, the samples before it weighing
+// `before`); pass 2 re-lists that class and finds `index` (CutClass).
+struct Cut {
+  bool fixed = false;    // b[0] = 0 or b[N] = total: no class to re-list
+  bool located = false;  // found by pass 2
+  uint64_t index = 0;    // b[i] when fixed (or once located)
+  uint64_t target = 0;   // ceil(W * i / N)
+  uint32_t cls = 0;      // the class holding the cut
+  uint64_t start = 0;    // index of that class's first sample
+  uint64_t before = 0;   // weight of the samples before that class
+};
+
+struct PartPlan {
+  uint64_t split = 0;  // kMetaPartSplit
+  uint64_t samples = 0;
+  std::vector<ClassWeight> classes;  // flat mode: one
+  std::vector<std::string> class_names;
+  Cut lo, hi;  // b[part], b[part + 1]
+};
+
+// Sizes of `entries` (under `root`), stat'ed with `threads` in flight.  A
+// file no job can stat weighs nothing (its read fails later and is skipped
+// or fatal) under skip_unreadable, reported in *warnings if not null;
+// otherwise it is an error.
+Status SizeEntries(const std::string& root,
+                   const std::vector<ScanEntry>& entries,
+                   const BuildOptions& options, std::vector<uint64_t>* sizes,
+                   std::vector<std::string>* warnings) {
+  const size_t n = entries.size();
+  sizes->assign(n, 0);
+  std::vector<int> errnos(n, 0);
+  ParallelFor(n, options.threads, [&](size_t k) {
+    struct stat st;
+    const std::string path = root + "/" + entries[k].name;
+    if (::stat(path.c_str(), &st) == 0) {
+      (*sizes)[k] = static_cast<uint64_t>(st.st_size);
+    } else {
+      errnos[k] = errno;
+    }
+  });
+  for (size_t k = 0; k < n; ++k) {
+    if (errnos[k] == 0) continue;
+    Status e = Status::FromErrno(root + "/" + entries[k].name, errnos[k]);
+    if (!options.skip_unreadable) {
+      return e.WithContext("--part needs every file's size");
+    }
+    if (warnings != nullptr) {
+      warnings->push_back(e.ToString() + "; weighs 0 in the part split");
+    }
+  }
+  return Status::OK();
+}
+
+class Hasher {
+ public:
+  Hasher() : state_(XXH3_createState()) { Reset(); }
+  ~Hasher() { XXH3_freeState(state_); }
+  Hasher(const Hasher&) = delete;
+  Hasher& operator=(const Hasher&) = delete;
+  bool ok() const { return state_ != nullptr; }
+  void Reset() {
+    if (state_ != nullptr) XXH3_64bits_reset(state_);
+  }
+  void Put(const void* p, size_t len) {
+    if (state_ != nullptr) UFSPACK_XXH3_UPDATE(state_, p, len);
+  }
+  void Put64(uint64_t v) {
+    char b[8];
+    EncodeFixed64(b, v);
+    Put(b, 8);
+  }
+  void PutSample(const ScanEntry& e, uint64_t size) {
+    Put64(e.name.size());
+    Put(e.name.data(), e.name.size());
+    Put64(e.label);
+    Put64(size);
+  }
+  uint64_t Digest() const { return XXH3_64bits_digest(state_); }
+
+ private:
+  XXH3_state_t* state_;
+};
+
+// Pass 1: lists and sizes the whole tree, computes the split's hash and
+// where this part's cuts fall.
+Status PlanPart(const std::string& src, const BuildOptions& options,
+                bool drop_pack_files, ProgressReporter* reporter,
+                PartPlan* plan, BuildSummary* summary) {
+  Hasher split, cls_hash;
+  if (!split.ok() || !cls_hash.ok()) return Status::IOError("out of memory");
+  static constexpr char kDomain[] = "ufspack-split";
+  split.Put(kDomain, sizeof(kDomain));
+  split.Put64(options.parts);
+  std::vector<std::string> empty, weightless;
+  std::vector<uint64_t> sizes;
+  bool dropped = false;
+  ScanResult scan;
+  BuildProgress& progress = *reporter->progress();
+  progress.splitting = true;
+  progress.scan_done = false;
+  // The first class is reported at once, then four times a second.
+  auto last_report = std::chrono::steady_clock::time_point();
+  Status s = ScanTreeByClass(
+      src, options.scan, nullptr,
+      [&](ScanClass* cls) -> Status {
+        if (Cancelled(options)) return Status::Aborted("interrupted");
+        if (plan->classes.empty() && !options.scan.flat) {
+          split.Put64(scan.classes.size());
+          for (const std::string& c : scan.classes) {
+            split.Put64(c.size());
+            split.Put(c.data(), c.size());
+          }
+          progress.classes_total = scan.classes.size();
+        } else if (options.scan.flat) {
+          split.Put64(0);
+        }
+        if (drop_pack_files && DropPackFiles(&cls->entries)) dropped = true;
+        UFSPACK_RETURN_IF_ERROR(
+            SizeEntries(scan.root, cls->entries, options, &sizes, &weightless));
+        ClassWeight w;
+        cls_hash.Reset();
+        for (size_t k = 0; k < cls->entries.size(); ++k) {
+          split.PutSample(cls->entries[k], sizes[k]);
+          cls_hash.PutSample(cls->entries[k], sizes[k]);
+          w.weight += sizes[k] + 1;
+        }
+        w.count = cls->entries.size();
+        w.hash = cls_hash.Digest();
+        if (w.count == 0 && !options.scan.flat) {
+          empty.push_back(scan.classes[cls->label]);
+        }
+        plan->classes.push_back(w);
+        plan->samples += w.count;
+        progress.files_total = plan->samples;
+        progress.classes_scanned = plan->classes.size();
+        auto now = std::chrono::steady_clock::now();
+        if (options.progress &&
+            now - last_report >= std::chrono::milliseconds(250)) {
+          last_report = now;
+          options.progress(progress);
+        }
+        return Status::OK();
+      },
+      &scan);
+  summary->skipped += scan.skipped;
+  for (std::string& w : scan.warnings) Warn(summary, std::move(w));
+  for (std::string& w : weightless) Warn(summary, std::move(w));
+  if (dropped) {
+    Warn(summary, src +
+                      ": the output directory is the source root; not packing "
+                      "the pack's own files");
+  }
+  UFSPACK_RETURN_IF_ERROR(s);
+  if (!empty.empty() && !options.scan.allow_empty) {
+    return EmptyClassesError(scan.root, empty, options.scan);
+  }
+  // The sample count goes last: it is known only now.
+  split.Put64(plan->samples);
+  plan->split = split.Digest();
+  plan->class_names = std::move(scan.classes);
+  progress.splitting = false;
+
+  // The cuts b[part] and b[part + 1] (SplitSamples): the class holding the
+  // first sample whose preceding weights reach ceil(W * i / N).
+  unsigned __int128 total = 0;
+  for (const ClassWeight& w : plan->classes) total += w.weight;
+  auto place = [&](uint32_t i, Cut* cut) {
+    if (i == 0 || i == options.parts || total == 0) {
+      cut->fixed = true;
+      cut->index = i == 0 || total == 0 ? 0 : plan->samples;
+      cut->cls = i == 0 || total == 0
+                     ? 0
+                     : static_cast<uint32_t>(plan->classes.size() - 1);
+      return;
+    }
+    cut->target =
+        static_cast<uint64_t>((total * i + options.parts - 1) / options.parts);
+    uint64_t before = 0, start = 0;
+    for (size_t c = 0; c < plan->classes.size(); ++c) {
+      const ClassWeight& w = plan->classes[c];
+      if (before + w.weight >= cut->target) {
+        cut->cls = static_cast<uint32_t>(c);
+        cut->start = start;
+        cut->before = before;
+        return;
+      }
+      before += w.weight;
+      start += w.count;
+    }
+  };
+  place(options.part, &plan->lo);
+  place(options.part + 1, &plan->hi);
+  return Status::OK();
+}
+
+constexpr char kChangedDuringPart[] = "changed while the part was built";
+constexpr char kSameTree[] = "every part of a split must see the same tree";
+
+// Pass 2, for one re-listed class: checks it against pass 1 and cuts it to
+// the part's range.
+Status CutClass(const std::string& root, uint32_t c,
+                const BuildOptions& options, PartPlan* plan, ScanClass* cls) {
+  std::vector<uint64_t> sizes;
+  UFSPACK_RETURN_IF_ERROR(
+      SizeEntries(root, cls->entries, options, &sizes, nullptr));
+  Hasher h;
+  if (!h.ok()) return Status::IOError("out of memory");
+  for (size_t k = 0; k < cls->entries.size(); ++k) {
+    h.PutSample(cls->entries[k], sizes[k]);
+  }
+  const ClassWeight& w = plan->classes[c];
+  if (cls->entries.size() != w.count || h.Digest() != w.hash) {
+    const std::string where =
+        options.scan.flat ? root : root + "/" + plan->class_names[c];
+    return Status::IOError(
+        where + ": " + kChangedDuringPart + " (" +
+        std::to_string(cls->entries.size()) + " files now, " +
+        std::to_string(w.count) +
+        " with other names or sizes when the split was computed); " +
+        kSameTree);
+  }
+  // The first sample of the class whose preceding weights reach the cut.
+  auto locate = [&](Cut* cut) -> size_t {
+    uint64_t sum = cut->before;
+    size_t j = 0;
+    while (j < sizes.size() && sum < cut->target) sum += sizes[j++] + 1;
+    cut->index = cut->start + j;
+    cut->located = true;
+    return j;
+  };
+  size_t end = cls->entries.size(), begin = 0;
+  if (!plan->hi.fixed && plan->hi.cls == c) end = locate(&plan->hi);
+  if (!plan->lo.fixed && plan->lo.cls == c) begin = locate(&plan->lo);
+  cls->entries.erase(cls->entries.begin() + static_cast<ptrdiff_t>(end),
+                     cls->entries.end());
+  cls->entries.erase(cls->entries.begin(),
+                     cls->entries.begin() + static_cast<ptrdiff_t>(begin));
+  return Status::OK();
+}
+
+Status RecordPart(const BuildOptions& options, const PartPlan& plan,
+                  PackWriter* writer, BuildSummary* summary) {
+  const uint64_t first = plan.lo.index, count = plan.hi.index - plan.lo.index;
+  summary->part_first = first;
+  summary->part_samples = count;
+  summary->split_samples = plan.samples;
+  UFSPACK_RETURN_IF_ERROR(writer->SetMetadata(
+      kMetaPart,
+      std::to_string(options.part) + "/" + std::to_string(options.parts)));
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx",
+                static_cast<unsigned long long>(plan.split));
+  UFSPACK_RETURN_IF_ERROR(writer->SetMetadata(kMetaPartSplit, hex));
+  return writer->SetMetadata(kMetaPartRange, std::to_string(first) + " " +
+                                                 std::to_string(count) + " " +
+                                                 std::to_string(plan.samples));
+}
+
+// --- The scan, a class at a time, ahead of the packing -----------------------
+
+// Classes handed from the scanning thread to the building thread.  Holds at
+// most `capacity` samples, unless one class alone has more (a class is
+// never split).
+class ClassQueue {
+ public:
+  explicit ClassQueue(size_t capacity) : capacity_(capacity) {}
+
+  // Scanning thread.  Blocks while the queue is full; false once the
+  // building thread stopped it.
+  bool Push(ScanClass* cls) {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto fits = [&] {
+      return stopped_ || buffered_ == 0 ||
+             buffered_ + cls->entries.size() <= capacity_;
+    };
+    if (!fits()) {
+      // The building thread may be waiting for more samples (WaitFor):
+      // it must take what there is.
+      const auto t0 = std::chrono::steady_clock::now();
+      blocked_ = true;
+      changed_.notify_all();
+      not_full_.wait(lock, fits);
+      blocked_ = false;
+      blocked_seconds_ += SecondsSince(t0);
+    }
+    if (stopped_) return false;
+    buffered_ += cls->entries.size();
+    listed_ += cls->entries.size();
+    if (!names_.empty()) ++classes_;
+    queue_.push_back(std::move(*cls));
+    changed_.notify_all();
+    return true;
+  }
+  void SetClasses(const std::vector<std::string>& names, size_t wanted) {
+    std::lock_guard<std::mutex> lock(mu_);
+    names_ = names;
+    wanted_ = names.empty() ? 0 : wanted;
+  }
+  void Finish(Status s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+    status_ = std::move(s);
+    changed_.notify_all();
+  }
+  void Stop() {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+    not_full_.notify_all();
+  }
+
+  // Building thread.  Waits until more than `n` samples wait, the scan is
+  // over or cannot go on until some are taken; false if cancelled.  Calls
+  // `idle` about every 100 ms while it waits.
+  bool WaitFor(size_t n, const std::atomic<bool>* cancel,
+               const std::function<void()>& idle) {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!done_ && !blocked_ && buffered_ <= n) {
+      if (!Poll(&lock, cancel, idle)) return false;
+    }
+    return true;
+  }
+  // The next class; false when the scan is over and every class was taken,
+  // at once when the scan failed, or when cancelled.
+  bool Pop(ScanClass* out, const std::atomic<bool>* cancel,
+           const std::function<void()>& idle) {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!done_ && queue_.empty()) {
+      if (!Poll(&lock, cancel, idle)) return false;
+    }
+    if (queue_.empty() || (done_ && !status_.ok())) return false;
+    *out = std::move(queue_.front());
+    queue_.pop_front();
+    buffered_ -= out->entries.size();
+    not_full_.notify_all();
+    return true;
+  }
+  // Progress, as of now: samples and classes listed, of how many classes.
+  void Describe(BuildProgress* p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    p->files_total = listed_;
+    p->classes_scanned = classes_;
+    p->classes_total = wanted_;
+    p->scan_done = done_;
+  }
+  std::vector<std::string> names() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return names_;
+  }
+  bool done() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return done_;
+  }
+  Status status() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return status_;
+  }
+  // Time the scanning thread spent waiting for room.
+  double blocked_seconds() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return blocked_seconds_;
+  }
+
+ private:
+  bool Poll(std::unique_lock<std::mutex>* lock, const std::atomic<bool>* cancel,
+            const std::function<void()>& idle) {
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+      return false;
+    }
+    changed_.wait_for(*lock, std::chrono::milliseconds(100));
+    if (idle) {
+      lock->unlock();
+      idle();
+      lock->lock();
+    }
+    return true;
+  }
+
+  const size_t capacity_;
+  std::mutex mu_;
+  std::condition_variable changed_, not_full_;
+  std::deque<ScanClass> queue_;
+  size_t buffered_ = 0;
+  uint64_t listed_ = 0;
+  uint64_t classes_ = 0;
+  uint64_t wanted_ = 0;
+  std::vector<std::string> names_;
+  bool done_ = false;
+  bool stopped_ = false;
+  bool blocked_ = false;
+  double blocked_seconds_ = 0;
+  Status status_;
+};
 
 }  // namespace
 
@@ -889,21 +1236,205 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
   UFSPACK_RETURN_IF_ERROR(PackWriter::Create(out_dir, options.writer, &writer));
   struct stat out_st;
   const bool out_known = ::stat(writer->out_dir().c_str(), &out_st) == 0;
-
-  ScanResult scan;
-  UFSPACK_RETURN_IF_ERROR(ScanSources(src, out_known ? &out_st : nullptr,
-                                      &options, &scan, summary));
-  summary->scan_seconds = SecondsSince(t0);
-  if (Cancelled(options)) return Status::Aborted("interrupted");
-  DropPackFiles(src, src_st, out_known ? &out_st : nullptr, &scan, summary);
-  UFSPACK_RETURN_IF_ERROR(
-      internal::DescribeSource(scan, options, writer.get()));
-  if (options.parts > 1) {
-    UFSPACK_RETURN_IF_ERROR(SelectPart(options, &scan, writer.get(), summary));
+  if (out_known) {
+    // Never descend into the output directory.
+    options.scan.exclude_dev = out_st.st_dev;
+    options.scan.exclude_ino = out_st.st_ino;
   }
+  const bool drop_pack_files =
+      OutputIsRoot(src_st, out_known ? &out_st : nullptr);
+  std::string root = src;  // as ScanTreeByClass gives it
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  ProgressReporter reporter(options);
+  BuildProgress& progress = *reporter.progress();
 
+  // A part build sizes the whole tree first (pass 1), then lists only the
+  // classes its range touches.
+  const bool part_build = options.parts > 1;
+  PartPlan plan;
+  if (part_build) {
+    UFSPACK_RETURN_IF_ERROR(
+        PlanPart(src, options, drop_pack_files, &reporter, &plan, summary));
+    summary->scan_seconds = SecondsSince(t0);
+  }
+  auto want = [&](uint32_t label) {
+    if (!part_build) return true;
+    const uint32_t c = options.scan.flat ? 0 : label;
+    return plan.samples > 0 && c >= plan.lo.cls && c <= plan.hi.cls;
+  };
+
+  // The scan runs on a thread of its own, ahead of the packing by at most
+  // options.scan_ahead samples, and hands classes over in order.
+  // Samples packed per read-ahead run: large enough (by default) that the
+  // pipeline's drain at the end of a run costs nothing measurable.
+  const size_t scan_ahead = std::max<size_t>(options.scan_ahead, 4);
+  const size_t chunk_samples = scan_ahead / 4;
+  ClassQueue queue(scan_ahead);
+  ScanResult scan;       // the scanning thread's until it is joined
+  bool dropped = false;  // likewise
+  const std::string changed_classes =
+      root + ": " + kChangedDuringPart +
+      " (its class directories differ from those when the split was "
+      "computed); " +
+      kSameTree;
+  double walk_seconds = 0;  // the scanning thread's until it is joined
+  std::thread scanner([&] {
+    const auto walk_t0 = std::chrono::steady_clock::now();
+    bool first = true;
+    Status s = ScanTreeByClass(
+        src, options.scan, want,
+        [&](ScanClass* cls) -> Status {
+          if (first) {
+            first = false;
+            if (part_build && scan.classes != plan.class_names) {
+              return Status::IOError(changed_classes);
+            }
+            size_t wanted = 0;
+            for (size_t c = 0; c < std::max<size_t>(1, scan.classes.size());
+                 ++c) {
+              if (want(static_cast<uint32_t>(c))) ++wanted;
+            }
+            queue.SetClasses(scan.classes, wanted);
+          }
+          if (drop_pack_files && DropPackFiles(&cls->entries)) {
+            dropped = true;
+          }
+          if (part_build) {
+            UFSPACK_RETURN_IF_ERROR(CutClass(
+                root, options.scan.flat ? 0 : cls->label, options, &plan, cls));
+          }
+          if (!queue.Push(cls)) return Status::Aborted("interrupted");
+          return Status::OK();
+        },
+        &scan);
+    // A part whose cuts were not both found (a class gone) is not the
+    // part the other jobs agree on.
+    if (s.ok() && part_build &&
+        (scan.classes != plan.class_names ||
+         (!plan.lo.fixed && !plan.lo.located) ||
+         (!plan.hi.fixed && !plan.hi.located))) {
+      s = Status::IOError(changed_classes);
+    }
+    walk_seconds = SecondsSince(walk_t0);
+    queue.Finish(std::move(s));
+  });
+  struct Joiner {
+    ClassQueue& queue;
+    std::thread& thread;
+    ~Joiner() {
+      queue.Stop();
+      if (thread.joinable()) thread.join();
+    }
+  } joiner{queue, scanner};
+
+  // Pack the classes as they come, chunk_samples at a time.  The first run
+  // waits for chunk_samples or the whole scan: a tree that small is listed
+  // whole first, so its empty classes and scan errors stop the build before
+  // any file is read and its progress has an exact total from the start.
+  // While it waits for the scan the building thread still reports (and
+  // so notices a Ctrl-C the callback raises).
+  auto idle = [&] {
+    queue.Describe(&progress);
+    reporter.Tick(*writer);
+  };
+  Status s;
+  if (!queue.WaitFor(chunk_samples, options.cancel, idle)) {
+    s = Status::Aborted("interrupted");
+  }
+  // The class table: pass 1's, or the scan's (set before its first class).
+  std::vector<std::string> names;
+  bool named = false;
+  auto name_classes = [&] {
+    if (named) return;
+    named = true;
+    names = part_build ? plan.class_names : queue.names();
+  };
+  std::vector<std::string> empty;
+  std::vector<ScanEntry> chunk;
+  bool started = false, more = true;
+  while (s.ok() && more) {
+    chunk.clear();
+    ScanClass cls;
+    while (chunk.size() < chunk_samples) {
+      if (!queue.Pop(&cls, options.cancel, idle)) {
+        more = false;
+        break;
+      }
+      name_classes();
+      if (cls.entries.empty() && !options.scan.flat && !part_build &&
+          !options.scan.allow_empty) {
+        empty.push_back(names[cls.label]);
+      }
+      if (!empty.empty()) continue;  // the build fails: list the rest only
+      if (chunk.empty()) {
+        chunk = std::move(cls.entries);
+      } else {
+        chunk.insert(chunk.end(), std::make_move_iterator(cls.entries.begin()),
+                     std::make_move_iterator(cls.entries.end()));
+      }
+    }
+    if (Cancelled(options)) {
+      s = Status::Aborted("interrupted");
+      break;
+    }
+    if (!more) {
+      // The scan's own error comes first (it may be why no class came).
+      if (queue.done()) {
+        s = queue.status();
+      } else {
+        s = Status::Aborted("interrupted");
+      }
+      if (!s.ok()) break;
+    }
+    if (!empty.empty() || chunk.empty()) continue;
+    if (!started) {
+      started = true;
+      s = internal::DescribeSource(root, names, options, writer.get());
+      if (!s.ok()) break;
+      queue.Describe(&progress);
+      reporter.Start();
+    }
+    queue.Describe(&progress);
+    s = AddRecords(root, chunk, options, writer.get(), &reporter, summary);
+  }
+  queue.Stop();
+  scanner.join();
+  queue.Describe(&progress);
+  // Listing time: pass 1, and the scanning thread's time not spent waiting
+  // for the packing to take what it listed.
+  summary->scan_seconds +=
+      std::max(0.0, walk_seconds - queue.blocked_seconds());
+  // The scan's warnings go first, as the scan came first.
+  {
+    std::vector<std::string> read_warnings = std::move(summary->warnings);
+    summary->warnings.clear();
+    if (!part_build) {
+      for (std::string& w : scan.warnings) Warn(summary, std::move(w));
+      summary->skipped += scan.skipped;
+      if (dropped) {
+        Warn(summary, src +
+                          ": the output directory is the source root; not "
+                          "packing the pack's own files");
+      }
+    }  // (a part build's pass 1 reported the tree's warnings)
+    for (std::string& w : read_warnings) Warn(summary, std::move(w));
+  }
+  if (s.ok() && !empty.empty()) {
+    s = EmptyClassesError(root, empty, options.scan);
+  }
+  if (s.ok() && !started) {
+    // Nothing to pack (empty classes allowed, or a part with no sample):
+    // still a valid pack, with its class table.
+    name_classes();
+    s = internal::DescribeSource(root, names, options, writer.get());
+    queue.Describe(&progress);
+    if (s.ok()) reporter.Start();
+  }
+  if (s.ok() && part_build)
+    s = RecordPart(options, plan, writer.get(), summary);
+  const uint64_t classes = options.scan.flat ? 0 : names.size();
   UFSPACK_RETURN_IF_ERROR(
-      internal::PackRecords(scan, options, writer.get(), summary));
+      FinishPack(s, options, writer.get(), &reporter, classes, summary));
   summary->seconds = SecondsSince(t0);
   return Status::OK();
 }
@@ -912,19 +1443,15 @@ namespace internal {
 
 Status PackRecords(const ScanResult& scan, const BuildOptions& options,
                    PackWriter* writer, BuildSummary* summary) {
-  ProgressReporter reporter(options, scan.entries.size());
-  Status s = AddRecords(scan, options, writer, &reporter, summary);
-  // A writer-side failure may also be sticky without having been returned.
-  if (s.ok()) s = writer->status();
-  if (s.ok() && Cancelled(options)) s = Status::Aborted("interrupted");
-  if (!s.ok()) {
-    writer->Abandon();
-    return s;
-  }
-  UFSPACK_RETURN_IF_ERROR(writer->Finish(&summary->pack_id));
-  reporter.Report(*writer);
-  Summarize(scan, *writer, *reporter.progress(), summary);
-  return Status::OK();
+  ProgressReporter reporter(options);
+  reporter.progress()->files_total = scan.entries.size();
+  reporter.progress()->classes_scanned = scan.classes.size();
+  reporter.progress()->classes_total = scan.classes.size();
+  reporter.Start();
+  Status s =
+      AddRecords(scan.root, scan.entries, options, writer, &reporter, summary);
+  return FinishPack(s, options, writer, &reporter, scan.classes.size(),
+                    summary);
 }
 
 }  // namespace internal

@@ -750,15 +750,109 @@ Status AppendPack(const std::string& pack_in, const std::string& dir,
     }
   }
   // The candidates, in ImageFolder's order: every selected file of the
-  // tree, or the listed ones.
-  ScanResult scan;
+  // tree (listed a class at a time: only the new files are kept), or the
+  // listed ones.  Each is looked up in the pack, in batches, on the build's
+  // threads; the index pages the lookups touched (random ones) are released
+  // after each batch, so the resident set stays bounded whatever the
+  // pack's size.  (A page fault on the mapped index may map a large folio
+  // of the page cache around it, ~120 KiB measured, so each lookup's few
+  // random accesses can add hundreds of KiB: 64 lookups at a time in a
+  // large pack.  Below 4M records the whole index is under ~400 MB: larger
+  // batches, nothing released.)
+  const uint64_t n = base->size();
+  auto lookup = [&](const std::vector<ScanEntry>& entries,
+                    std::vector<uint64_t>* found_at) -> Status {
+    const bool release = n > (uint64_t{1} << 22);
+    const size_t kChunk = release ? 64 : 4096;
+    std::vector<std::string_view> names;
+    names.reserve(entries.size());
+    for (const ScanEntry& e : entries) names.push_back(e.name);
+    found_at->assign(names.size(), Reader::kNoRecord);
+    const size_t chunks = (names.size() + kChunk - 1) / kChunk;
+    std::vector<Status> lookups(chunks);
+    ParallelFor(chunks, std::max(1, std::min(options.build.threads, 64)),
+                [&](size_t c) {
+                  const size_t lo = c * kChunk;
+                  lookups[c] = base->FindMany(
+                      names.data() + lo, std::min(kChunk, names.size() - lo),
+                      found_at->data() + lo);
+                  if (release) base->ReleaseIndex();
+                });
+    for (const Status& s : lookups) UFSPACK_RETURN_IF_ERROR(s);
+    return Status::OK();
+  };
+  ScanResult scan;               // root, classes, warnings (no entries)
+  std::vector<char> has_files;   // per tree class
+  std::vector<ScanEntry> fresh;  // the new files, labelled as in the tree
+  // Scanning: 1 + the pack record found last before each new file (0: none).
+  std::vector<uint64_t> after;
+  std::vector<uint64_t> found_at;
   if (options.files) {
     UFSPACK_RETURN_IF_ERROR(ListedFiles(dir, *options.files, so, pack_dir,
                                         &scan, &summary->warnings));
+    has_files.assign(scan.classes.size(), 0);
+    UFSPACK_RETURN_IF_ERROR(lookup(scan.entries, &found_at));
+    for (size_t k = 0; k < scan.entries.size(); ++k) {
+      if (!flat) has_files[scan.entries[k].label] = 1;
+      if (found_at[k] != Reader::kNoRecord) {
+        ++summary->already_packed;
+      } else {
+        fresh.push_back(std::move(scan.entries[k]));
+      }
+    }
+    scan.entries = std::vector<ScanEntry>();
   } else {
-    UFSPACK_RETURN_IF_ERROR(ScanTree(dir, so, &scan));
+    // The pack's records found under `dir` must come in the pack's order
+    // (both are ImageFolder orders).
+    int64_t last = -1;
+    std::vector<ScanEntry> batch;
+    auto sift = [&]() -> Status {
+      UFSPACK_RETURN_IF_ERROR(lookup(batch, &found_at));
+      for (size_t k = 0; k < batch.size(); ++k) {
+        const uint64_t found = found_at[k];
+        if (found == Reader::kNoRecord) {
+          fresh.push_back(std::move(batch[k]));
+          after.push_back(static_cast<uint64_t>(last + 1));
+          continue;
+        }
+        if (static_cast<int64_t>(found) <= last) {
+          return Status::InvalidArgument(
+              dir + ": '" + batch[k].name + "' is record " +
+              std::to_string(found) + " of the pack, out of the order of " +
+              dir +
+              " (was the pack built from another tree or with other "
+              "options?); rebuild instead");
+        }
+        last = static_cast<int64_t>(found);
+        ++summary->already_packed;
+      }
+      batch.clear();
+      return Status::OK();
+    };
+    constexpr size_t kBatch = size_t{1} << 16;
+    Status s = ScanTreeByClass(
+        dir, so, nullptr,
+        [&](ScanClass* cls) -> Status {
+          if (!flat) {
+            has_files.resize(scan.classes.size(), 0);
+            has_files[cls->label] = !cls->entries.empty();
+          }
+          if (batch.empty()) {
+            batch = std::move(cls->entries);
+          } else {
+            batch.insert(batch.end(),
+                         std::make_move_iterator(cls->entries.begin()),
+                         std::make_move_iterator(cls->entries.end()));
+          }
+          return batch.size() >= kBatch ? sift() : Status::OK();
+        },
+        &scan);
+    if (s.ok()) s = sift();
     for (const std::string& w : scan.warnings) summary->warnings.push_back(w);
+    UFSPACK_RETURN_IF_ERROR(s);
+    summary->kept = n - summary->already_packed;
   }
+  found_at = std::vector<uint64_t>();
 
   // Classes: the union in ImageFolder's order.  A class directory of the
   // tree with no file in it is not a new class (ImageFolder refuses it).
@@ -768,10 +862,7 @@ Status AppendPack(const std::string& pack_in, const std::string& dir,
     UFSPACK_RETURN_IF_ERROR(base->GetClass(c, &ci));
     base_classes.emplace_back(ci.name);
   }
-  std::vector<char> has_files(scan.classes.size(), 0);
-  for (const ScanEntry& e : scan.entries) {
-    if (!flat) has_files[e.label] = 1;
-  }
+  has_files.resize(scan.classes.size(), 0);
   std::vector<std::string> tree_classes;
   for (size_t c = 0; c < scan.classes.size(); ++c) {
     if (has_files[c]) {
@@ -817,79 +908,35 @@ Status AppendPack(const std::string& pack_in, const std::string& dir,
         (base_classes.empty() ? std::string() : base_classes.back()) + "'");
   }
 
-  // Which files are new, and where each goes: before pack record
-  // insert_at[j] (n: at the end), nondecreasing.
-  const uint64_t n = base->size();
+  // Where each new file goes: before pack record insert_at[j] (n: at the
+  // end), nondecreasing.
   ScanResult delta;
   delta.root = scan.root;
   delta.classes = flat ? std::vector<std::string>() : classes;
-  std::vector<uint64_t> insert_at;
-  std::vector<uint64_t> found_at(scan.entries.size(), Reader::kNoRecord);
-  {
-    // The lookups, one per candidate, batched, on the build's threads; the
-    // index pages they touched (random ones) released after each chunk, so
-    // the resident set stays bounded whatever the pack's size.
-    // (A page fault on the mapped index may map a large folio of the page
-    // cache around it, ~120 KiB measured, so each lookup's few random
-    // accesses can add hundreds of KiB: 64 lookups at a time in a large
-    // pack.  Below 4M records the whole index is under ~400 MB: larger
-    // chunks, nothing released.)
-    const bool release = n > (uint64_t{1} << 22);
-    const size_t kChunk = release ? 64 : 4096;
-    std::vector<std::string_view> names;
-    names.reserve(scan.entries.size());
-    for (const ScanEntry& e : scan.entries) names.push_back(e.name);
-    const size_t chunks = (names.size() + kChunk - 1) / kChunk;
-    std::vector<Status> lookups(chunks);
-    ParallelFor(chunks, std::max(1, std::min(options.build.threads, 64)),
-                [&](size_t c) {
-                  const size_t lo = c * kChunk;
-                  lookups[c] = base->FindMany(
-                      names.data() + lo, std::min(kChunk, names.size() - lo),
-                      found_at.data() + lo);
-                  if (release) base->ReleaseIndex();
-                });
-    for (const Status& s : lookups) UFSPACK_RETURN_IF_ERROR(s);
+  delta.entries = std::move(fresh);
+  if (!flat) {
+    for (ScanEntry& d : delta.entries) {
+      d.label = IndexIn(classes, scan.classes[d.label]);
+    }
   }
-  auto new_entry = [&](const ScanEntry& e) {
-    ScanEntry d = e;
-    if (!flat) d.label = IndexIn(classes, scan.classes[e.label]);
-    delta.entries.push_back(std::move(d));
-  };
+  std::vector<uint64_t> insert_at;
+  insert_at.reserve(delta.entries.size());
   if (!options.files) {
-    // The pack's records found under `dir` must come in the pack's order
-    // (both are ImageFolder orders).  A new file goes after the record
-    // found before it, and after any record of an earlier class.
-    int64_t last = -1;
+    // A new file goes after the record found before it, and after any
+    // record of an earlier class.
     uint64_t next = 0;
-    for (size_t k = 0; k < scan.entries.size(); ++k) {
-      const ScanEntry& e = scan.entries[k];
-      const uint64_t found = found_at[k];
-      if (found != Reader::kNoRecord) {
-        if (static_cast<int64_t>(found) <= last) {
-          return Status::InvalidArgument(
-              dir + ": '" + e.name + "' is record " + std::to_string(found) +
-              " of the pack, out of the order of " + dir +
-              " (was the pack built from another tree or with other "
-              "options?); rebuild instead");
-        }
-        last = static_cast<int64_t>(found);
-        next = found + 1;
-        ++summary->already_packed;
-        continue;
-      }
-      new_entry(e);
+    for (size_t j = 0; j < delta.entries.size(); ++j) {
+      if (j == 0 || after[j] != after[j - 1]) next = after[j];
       if (!flat) {
         while (next < n) {
           Record r;
           UFSPACK_RETURN_IF_ERROR(base->GetRecord(next, &r));
-          if (base_map[r.label] >= delta.entries.back().label) break;
+          if (base_map[r.label] >= delta.entries[j].label) break;
           ++next;
         }
       }
       insert_at.push_back(next);
     }
-    summary->kept = n - summary->already_packed;
   } else {
     // Each new file's place among its class's records, by binary search:
     // the records of every class it joins must be in ImageFolder's order
@@ -900,13 +947,7 @@ Status AppendPack(const std::string& pack_in, const std::string& dir,
     std::vector<ClassInfo> base_info(base_classes.size());
     for (size_t c = 0; c < base_classes.size(); ++c)
       UFSPACK_RETURN_IF_ERROR(base->GetClass(c, &base_info[c]));
-    for (size_t k = 0; k < scan.entries.size(); ++k) {
-      if (found_at[k] != Reader::kNoRecord) {
-        ++summary->already_packed;
-        continue;
-      }
-      new_entry(scan.entries[k]);
-      const ScanEntry& d = delta.entries.back();
+    for (const ScanEntry& d : delta.entries) {
       if (flat && !have_range) {
         have_range = true;
         UFSPACK_RETURN_IF_ERROR(CheckImageFolderOrder(*base, pack_dir, 0, n));

@@ -8,14 +8,17 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <iterator>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "open_any_length.h"
-#include "ufspack/parallel.h"
 
 namespace ufspack {
 namespace {
@@ -233,8 +236,29 @@ bool HasAllowedExtension(std::string_view name,
   return false;
 }
 
-Status ScanTree(const std::string& root_in, const ScanOptions& options_in,
-                ScanResult* result) {
+Status EmptyClassesError(const std::string& root,
+                         const std::vector<std::string>& empty,
+                         const ScanOptions& options) {
+  std::string names;
+  for (const auto& c : empty) {
+    if (!names.empty()) names += ", ";
+    names += "'" + c + "'";
+  }
+  return Status::InvalidArgument(
+      root + ": found no valid file for the class" +
+      (empty.size() > 1 ? "es " : " ") + names +
+      (options.all_files
+           ? std::string()
+           : " (supported extensions: " +
+                 ExtensionList(NormalizeExtensions(options.extensions)) + ")") +
+      "; use --allow-empty to keep empty classes");
+}
+
+Status ScanTreeByClass(const std::string& root_in,
+                       const ScanOptions& options_in,
+                       const std::function<bool(uint32_t)>& want,
+                       const std::function<Status(ScanClass*)>& sink,
+                       ScanResult* result) {
   ScanOptions options = options_in;
   options.extensions = NormalizeExtensions(options.extensions);
   std::string root = root_in;
@@ -258,9 +282,8 @@ Status ScanTree(const std::string& root_in, const ScanOptions& options_in,
     return PyFsLess(x.rel, y.rel);
   };
   auto emit = [&](std::vector<DirListing>* listings, const std::string& prefix,
-                  uint32_t label, ScanResult* out) -> uint64_t {
+                  std::vector<ScanEntry>* out, uint32_t label) {
     std::sort(listings->begin(), listings->end(), by_rel);
-    uint64_t n = 0;
     for (DirListing& d : *listings) {
       std::sort(d.files.begin(), d.files.end(), PyFsLess);
       for (const std::string& f : d.files) {
@@ -269,18 +292,21 @@ Status ScanTree(const std::string& root_in, const ScanOptions& options_in,
         if (!name.empty() && name[0] == '/') name.erase(0, 1);
         if (!name.empty()) name += '/';
         name += f;
-        out->entries.push_back(ScanEntry{std::move(name), label});
-        ++n;
+        out->push_back(ScanEntry{std::move(name), label});
       }
+      d.files = std::vector<std::string>();  // freed as soon as emitted
     }
-    return n;
   };
 
   if (options.flat) {
     std::vector<DirListing> listings;
     UFSPACK_RETURN_IF_ERROR(walker.Walk(root, "", &listings));
-    emit(&listings, "", 0xFFFFFFFFu, result);
-    return Status::OK();
+    ScanClass all;
+    all.label = 0xFFFFFFFFu;
+    emit(&listings, "", &all.entries, all.label);
+    listings = std::vector<DirListing>();
+    if (want && !want(all.label)) return Status::OK();
+    return sink(&all);
   }
 
   // Classes: directories (following symlinks) directly under the root.
@@ -327,57 +353,123 @@ Status ScanTree(const std::string& root_in, const ScanOptions& options_in,
   if (classes.size() >= 0xFFFFFFFFu) {
     return Status::InvalidArgument(root + ": too many classes");
   }
+  result->classes = std::move(classes);
+  const std::vector<std::string>& names = result->classes;
+  std::vector<uint32_t> todo;
+  for (size_t k = 0; k < names.size(); ++k) {
+    if (!want || want(static_cast<uint32_t>(k))) {
+      todo.push_back(static_cast<uint32_t>(k));
+    }
+  }
   // The classes are walked concurrently (on a network file system every
-  // directory read is a round trip), each into a result of its own, joined
-  // in class order: the output does not depend on the thread count.
+  // directory read is a round trip), each into a result of its own, and
+  // handed over in class order on the calling thread: the output does not
+  // depend on the thread count.  A sliding window: class i is walked only
+  // once class i - window was handed over, so at most `window` classes'
+  // results are held, and one slow class holds up the others only when the
+  // window is full behind it.
   struct ClassScan {
     ScanResult part;
     Status status;
-    uint64_t count = 0;
+    ScanClass cls;
+    bool ready = false;
   };
-  std::vector<ClassScan> scans(classes.size());
-  ParallelFor(classes.size(), std::max(1, options.threads), [&](size_t k) {
-    ClassScan& cs = scans[k];
-    Walker w{options, &cs.part, walker.ancestors};
+  const size_t window = std::min<size_t>(
+      todo.size(), static_cast<size_t>(std::max(1, options.threads)));
+  auto walk = [&](size_t i, ClassScan* cs) {
+    const uint32_t k = todo[i];
+    Walker w{options, &cs->part, walker.ancestors};
     std::vector<DirListing> listings;
-    cs.status = w.Walk(root + "/" + classes[k], "", &listings);
-    if (cs.status.ok()) {
-      cs.count =
-          emit(&listings, classes[k], static_cast<uint32_t>(k), &cs.part);
-    }
-  });
-  std::vector<std::string> empty;
-  for (size_t k = 0; k < classes.size(); ++k) {
-    ClassScan& cs = scans[k];
-    for (std::string& w : cs.part.warnings) {
+    cs->status = w.Walk(root + "/" + names[k], "", &listings);
+    cs->cls.label = k;
+    if (cs->status.ok()) emit(&listings, names[k], &cs->cls.entries, k);
+  };
+  auto hand_over = [&](ClassScan* cs) -> Status {
+    for (std::string& w : cs->part.warnings) {
       result->warnings.push_back(std::move(w));
     }
-    result->skipped += cs.part.skipped;
-    UFSPACK_RETURN_IF_ERROR(cs.status);
-    if (cs.count == 0) empty.push_back(classes[k]);
-    if (result->entries.empty()) {
-      result->entries = std::move(cs.part.entries);
-    } else {
-      result->entries.insert(result->entries.end(),
-                             std::make_move_iterator(cs.part.entries.begin()),
-                             std::make_move_iterator(cs.part.entries.end()));
+    result->skipped += cs->part.skipped;
+    UFSPACK_RETURN_IF_ERROR(cs->status);
+    return sink(&cs->cls);
+  };
+  if (window <= 1) {
+    for (size_t i = 0; i < todo.size(); ++i) {
+      ClassScan cs;
+      walk(i, &cs);
+      UFSPACK_RETURN_IF_ERROR(hand_over(&cs));
     }
-    cs.part = ScanResult();
+    return Status::OK();
   }
-  result->classes = std::move(classes);
-  if (!empty.empty() && !options.allow_empty) {
-    std::string names;
-    for (const auto& c : empty) {
-      if (!names.empty()) names += ", ";
-      names += "'" + c + "'";
+  std::vector<ClassScan> slots(window);  // class i in slots[i % window]
+  std::mutex mu;
+  std::condition_variable changed;
+  size_t next = 0;    // the next class to walk
+  size_t handed = 0;  // classes handed over
+  bool stop = false;
+  std::vector<std::thread> workers;
+  for (size_t t = 0; t < window; ++t) {
+    workers.emplace_back([&] {
+      std::unique_lock<std::mutex> lock(mu);
+      for (;;) {
+        changed.wait(lock, [&] {
+          return stop || next >= todo.size() || next < handed + window;
+        });
+        if (stop || next >= todo.size()) return;
+        const size_t i = next++;
+        ClassScan* cs = &slots[i % window];
+        lock.unlock();
+        walk(i, cs);
+        lock.lock();
+        cs->ready = true;
+        changed.notify_all();
+      }
+    });
+  }
+  Status status;
+  for (size_t i = 0; i < todo.size() && status.ok(); ++i) {
+    ClassScan* cs = &slots[i % window];
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      changed.wait(lock, [&] { return cs->ready; });
     }
-    return Status::InvalidArgument(
-        root + ": found no valid file for the class" +
-        (empty.size() > 1 ? "es " : " ") + names +
-        (options.all_files ? std::string()
-                           : " (supported extensions: " +
-                                 ExtensionList(options.extensions) + ")") +
-        "; use --allow-empty to keep empty classes");
+    status = hand_over(cs);
+    std::lock_guard<std::mutex> lock(mu);
+    *cs = ClassScan();
+    handed = i + 1;
+    changed.notify_all();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+    changed.notify_all();
+  }
+  for (std::thread& t : workers) t.join();
+  return status;
+}
+
+Status ScanTree(const std::string& root, const ScanOptions& options,
+                ScanResult* result) {
+  std::vector<ScanEntry> entries;
+  std::vector<std::string> empty;
+  UFSPACK_RETURN_IF_ERROR(ScanTreeByClass(
+      root, options, nullptr,
+      [&](ScanClass* cls) {
+        if (cls->entries.empty() && !options.flat) {
+          empty.push_back(result->classes[cls->label]);
+        }
+        if (entries.empty()) {
+          entries = std::move(cls->entries);
+        } else {
+          entries.insert(entries.end(),
+                         std::make_move_iterator(cls->entries.begin()),
+                         std::make_move_iterator(cls->entries.end()));
+        }
+        return Status::OK();
+      },
+      result));
+  result->entries = std::move(entries);
+  if (!empty.empty() && !options.allow_empty) {
+    return EmptyClassesError(result->root, empty, options);
   }
   return Status::OK();
 }

@@ -85,7 +85,9 @@ def build(
 
     ``progress``: True shows a tqdm bar when tqdm is installed; a callable is
     called as ``progress(files_done, files_total, bytes_in, bytes_out)``
-    about four times a second; False shows nothing.
+    about four times a second; False shows nothing.  A tree of more than
+    about 65,000 files is packed while it is still being listed: until the
+    listing ends, ``files_total`` counts the files listed so far and grows.
 
     Returns a summary: files, classes, skipped, compressed, bytes_in,
     bytes_out, index_bytes, seconds, pack_id, warnings.
@@ -142,6 +144,9 @@ def build(
                 nonlocal bar
                 if bar is None:
                     bar = tqdm(total=total, unit="file", desc="packing")
+                elif bar.total != total:  # a large tree: the total grows while listed
+                    bar.total = total
+                    bar.refresh()
                 bar.update(done - state["done"])
                 state["done"] = done
 

@@ -26,6 +26,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -685,6 +686,149 @@ TEST(BuildPackTest, ProgressEndsWithEveryFile) {
   EXPECT_EQ(calls.back().files_total, summary.files);
   EXPECT_EQ(calls.back().bytes_in, summary.bytes_in);
   EXPECT_EQ(calls.back().bytes_out, summary.bytes_out);
+}
+
+// A tree larger than BuildOptions::scan_ahead is packed while it is listed,
+// a class at a time: the pack is the one a whole-tree build gives, a class
+// larger than the window included, and progress says the total still
+// grows until the scan is done.
+TEST(BuildPackTest, PacksWhileListingInBoundedMemory) {
+  TempDir t;
+  std::mt19937_64 rng(11);
+  for (int c = 0; c < 30; ++c) {
+    const int files = c == 7 ? 150 : static_cast<int>(rng() % 12);
+    for (int k = 0; k < files; ++k) {
+      WriteFile(t / ("src/c" + std::to_string(c) + (k % 4 ? "" : "/d") + "/f" +
+                     std::to_string(k) + ".jpg"),
+                test::RandomBytes(rng() % 3000, rng()));
+    }
+    test::MakeDirs(t / ("src/c" + std::to_string(c)));
+  }
+  BuildOptions whole = Options();
+  whole.scan.allow_empty = true;
+  BuildSummary expect;
+  BuildAndVerify(t / "src", t / "whole", whole, &expect);
+  std::vector<PackRecord> want, got;
+  ASSERT_TRUE(ReadPack(t / "whole", &want));
+
+  for (int threads : {1, 4}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    BuildOptions o = whole;
+    o.threads = threads;
+    o.scan_ahead = 16;  // packs 4 files at a time; class c7 alone is 150
+    std::vector<BuildProgress> calls;
+    o.progress = [&](const BuildProgress& p) { calls.push_back(p); };
+    const std::string out = t / ("stream" + std::to_string(threads));
+    BuildSummary summary;
+    BuildAndVerify(t / "src", out, o, &summary);
+    ASSERT_TRUE(ReadPack(out, &got));
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].name, want[i].name);
+      EXPECT_EQ(got[i].label, want[i].label);
+      EXPECT_EQ(got[i].bytes, want[i].bytes);
+    }
+    EXPECT_EQ(summary.files, expect.files);
+    EXPECT_EQ(summary.classes, 30u);
+    // The scan cannot run more than 16 files (or one class) ahead, so the
+    // first report comes before it is done.
+    ASSERT_GE(calls.size(), 2u);
+    EXPECT_FALSE(calls.front().scan_done);
+    EXPECT_LT(calls.front().files_total, summary.files);
+    for (size_t k = 1; k < calls.size(); ++k) {
+      EXPECT_GE(calls[k].files_total, calls[k - 1].files_total);
+      EXPECT_GE(calls[k].files_done, calls[k - 1].files_done);
+      EXPECT_LE(calls[k].files_done, calls[k].files_total);
+    }
+    EXPECT_TRUE(calls.back().scan_done);
+    EXPECT_EQ(calls.back().files_total, summary.files);
+    EXPECT_EQ(calls.back().classes_scanned, 30u);
+    EXPECT_EQ(calls.back().classes_total, 30u);
+  }
+
+  // Flat: one class, listed whole whatever the window.
+  BuildOptions flat = Options();
+  flat.scan.flat = true;
+  flat.scan_ahead = 16;
+  BuildSummary fs;
+  BuildAndVerify(t / "src", t / "flat", flat, &fs);
+  EXPECT_EQ(fs.files, expect.files);
+}
+
+// A first class smaller than a run, then one larger than the whole window:
+// the scan cannot push it until the packing takes the first, and the
+// packing must not wait for a full run (it would wait forever).
+TEST(BuildPackTest, AClassLargerThanTheWindowAfterASmallOneDoesNotHang) {
+  TempDir t;
+  WriteFile(t / "src/a/one.jpg", "1");
+  for (int k = 0; k < 20; ++k) {
+    WriteFile(t / ("src/b/f" + std::to_string(k) + ".jpg"),
+              std::string(k, 'b'));
+  }
+  WriteFile(t / "src/c/last.jpg", "3");
+  BuildOptions o = Options();
+  o.scan_ahead = 16;
+  BuildSummary summary;
+  BuildAndVerify(t / "src", t / "out", o, &summary);
+  EXPECT_EQ(summary.files, 22u);
+}
+
+// An empty class found after packing started still fails the build, with
+// every empty class named, and the previous pack stays.
+TEST(BuildPackTest, LateEmptyClassFailsAndKeepsThePreviousPack) {
+  TempDir t;
+  for (int c = 0; c < 10; ++c) {
+    for (int k = 0; k < 5; ++k) {
+      WriteFile(
+          t / ("src/c" + std::to_string(c) + "/f" + std::to_string(k) + ".jpg"),
+          "x" + std::to_string(c * 10 + k));
+    }
+  }
+  BuildOptions o = Options();
+  BuildSummary summary;
+  BuildAndVerify(t / "src", t / "out", o, &summary);
+  const std::string index = test::ReadFile(t / "out/index.ufs");
+  test::MakeDirs(t / "src/c8x");
+  WriteFile(t / "src/c9/notes.txt", "not an image");
+  test::MakeDirs(t / "src/d");
+  o.scan_ahead = 8;
+  std::vector<BuildProgress> calls;
+  o.progress = [&](const BuildProgress& p) { calls.push_back(p); };
+  Status s = BuildPack(t / "src", t / "out", o, &summary);
+  ASSERT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.ToString().find("classes 'c8x', 'd'"), std::string::npos)
+      << s.ToString();
+  EXPECT_FALSE(calls.empty());  // packing had started
+  EXPECT_EQ(test::ReadFile(t / "out/index.ufs"), index);
+  EXPECT_TRUE(test::PackTempFiles(t / "out").empty());
+}
+
+// Ctrl-C while the scan is ahead of the packing: Aborted, the scanning
+// thread stopped, nothing published.
+TEST(BuildPackTest, CancelWhileListing) {
+  TempDir t;
+  for (int c = 0; c < 40; ++c) {
+    for (int k = 0; k < 3; ++k) {
+      WriteFile(
+          t / ("src/c" + std::to_string(c) + "/f" + std::to_string(k) + ".jpg"),
+          "y");
+    }
+  }
+  std::atomic<bool> cancel{false};
+  BuildOptions o = Options();
+  o.scan_ahead = 8;
+  o.cancel = &cancel;
+  bool listing = false;
+  o.progress = [&](const BuildProgress& p) {
+    listing = !p.scan_done;
+    cancel = true;
+  };
+  BuildSummary summary;
+  Status s = BuildPack(t / "src", t / "out", o, &summary);
+  EXPECT_TRUE(s.IsAborted()) << s.ToString();
+  EXPECT_TRUE(listing);
+  EXPECT_FALSE(test::Exists(t / "out/index.ufs"));
+  EXPECT_TRUE(test::PackTempFiles(t / "out").empty());
 }
 
 // --- BuildPack: failures and atomic publishing ------------------------------

@@ -26,6 +26,7 @@
 #include "ufspack/format.h"
 #include "ufspack/manifest.h"
 #include "ufspack/reader.h"
+#include "ufspack/scan.h"
 
 namespace ufspack {
 namespace {
@@ -55,11 +56,12 @@ void MakeTree(const std::string& root, int classes, int per_class,
 }
 
 Status Build(const std::string& src, const std::string& out, uint32_t part,
-             uint32_t parts, bool flat = false) {
+             uint32_t parts, bool flat = false, size_t scan_ahead = 0) {
   BuildOptions o;
   o.part = part;
   o.parts = parts;
   o.scan.flat = flat;
+  if (scan_ahead != 0) o.scan_ahead = scan_ahead;
   o.scan.allow_empty = true;
   o.threads = 4;
   BuildSummary summary;
@@ -193,6 +195,136 @@ TEST(MergeTest, PartsMergedEqualOneBuild) {
     std::unique_ptr<Reader> by_file = Open(out + "/manifest.ufs");
     ASSERT_TRUE(by_file);
     EXPECT_EQ(by_file->info().pack_id, merged->info().pack_id);
+  }
+}
+
+// A part build's two passes (the first keeps per class only a count, a
+// weight and a hash) cut the tree exactly where SplitSamples cuts the
+// whole sample list, for classes of every size (empty ones too), and a
+// part streamed through a small scan window is the same part.
+TEST(MergeTest, PartRangesAreSplitSamples) {
+  TempDir dir;
+  std::mt19937_64 rng(5);
+  for (int c = 0; c < 14; ++c) {
+    const std::string cls = dir / ("src/k" + std::to_string(c));
+    test::MakeDirs(cls);
+    const int files = c == 3 ? 0 : c == 9 ? 60 : static_cast<int>(rng() % 9);
+    for (int k = 0; k < files; ++k) {
+      WriteFile(
+          cls + (k % 5 == 4 ? "/s" : "") + "/f" + std::to_string(k) + ".png",
+          RandomBytes(k == 1           ? 0
+                      : rng() % 7 == 0 ? 9000
+                                       : rng() % 400,
+                      rng()));
+    }
+  }
+  ScanResult scan;
+  ScanOptions so;
+  so.allow_empty = true;
+  ASSERT_TRUE(ScanTree(dir / "src", so, &scan).ok());
+  std::vector<uint64_t> sizes;
+  for (size_t k = 0; k < scan.entries.size(); ++k) {
+    struct stat st;
+    ASSERT_EQ(::stat(scan.PathOf(k).c_str(), &st), 0);
+    sizes.push_back(static_cast<uint64_t>(st.st_size));
+  }
+  for (uint32_t n : {2u, 3u, 5u, 11u, 40u, 150u}) {
+    SCOPED_TRACE("parts " + std::to_string(n));
+    const std::vector<uint64_t> bounds = SplitSamples(sizes, n);
+    std::string split;
+    for (uint32_t i = 0; i < n; ++i) {
+      const std::string p =
+          dir / ("p" + std::to_string(n) + "-" + std::to_string(i));
+      Status s = Build(dir / "src", p, i, n, false, i % 2 ? 4 : 0);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      std::unique_ptr<Reader> r = Open(p);
+      ASSERT_TRUE(r);
+      std::string_view range, id;
+      ASSERT_TRUE(r->GetMetadata(kMetaPartRange, &range).ok());
+      EXPECT_EQ(range, std::to_string(bounds[i]) + " " +
+                           std::to_string(bounds[i + 1] - bounds[i]) + " " +
+                           std::to_string(sizes.size()))
+          << "part " << i;
+      ASSERT_EQ(r->size(), bounds[i + 1] - bounds[i]);
+      for (uint64_t j = 0; j < r->size(); ++j) {
+        Record rec;
+        ASSERT_TRUE(r->GetRecord(j, &rec).ok());
+        EXPECT_EQ(rec.name, scan.entries[bounds[i] + j].name);
+        EXPECT_EQ(rec.label, scan.entries[bounds[i] + j].label);
+      }
+      EXPECT_EQ(r->class_count(), 14u);
+      ASSERT_TRUE(r->GetMetadata(kMetaPartSplit, &id).ok());
+      if (i == 0) split = std::string(id);
+      EXPECT_EQ(id, split);
+    }
+  }
+  // Flat: one class, whatever the window.
+  ScanResult flat;
+  so.flat = true;
+  ASSERT_TRUE(ScanTree(dir / "src", so, &flat).ok());
+  std::vector<uint64_t> flat_sizes;
+  for (size_t k = 0; k < flat.entries.size(); ++k) {
+    struct stat st;
+    ASSERT_EQ(::stat(flat.PathOf(k).c_str(), &st), 0);
+    flat_sizes.push_back(static_cast<uint64_t>(st.st_size));
+  }
+  for (uint32_t n : {3u, 7u}) {
+    const std::vector<uint64_t> bounds = SplitSamples(flat_sizes, n);
+    for (uint32_t i = 0; i < n; ++i) {
+      SCOPED_TRACE("flat part " + std::to_string(i) + "/" + std::to_string(n));
+      const std::string p =
+          dir / ("flat" + std::to_string(n) + "-" + std::to_string(i));
+      Status s = Build(dir / "src", p, i, n, true, 4);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      std::unique_ptr<Reader> r = Open(p);
+      ASSERT_TRUE(r);
+      ASSERT_EQ(r->size(), bounds[i + 1] - bounds[i]);
+      for (uint64_t j = 0; j < r->size(); ++j) {
+        Record rec;
+        ASSERT_TRUE(r->GetRecord(j, &rec).ok());
+        EXPECT_EQ(rec.name, flat.entries[bounds[i] + j].name);
+      }
+    }
+  }
+}
+
+// A tree that changes between a part's two passes is refused by name: the
+// part would not be the part other jobs agree on.
+TEST(MergeTest, ATreeChangedBetweenThePassesIsRefused) {
+  TempDir dir;
+  MakeTree(dir / "src", 4, 6, 3);
+  for (int change : {0, 1, 2}) {
+    SCOPED_TRACE(change == 0 ? "resized" : change == 1 ? "renamed" : "class");
+    BuildOptions o;
+    o.part = 0;
+    o.parts = 2;
+    o.threads = 2;
+    bool changed = false;
+    o.progress = [&](const BuildProgress& p) {
+      if (!p.splitting || changed) return;
+      changed = true;  // after class0 was sized, before it is packed
+      if (change == 1) {
+        ASSERT_EQ(::rename((dir / "src/class0/img1.jpg").c_str(),
+                           (dir / "src/class0/img1b.jpg").c_str()),
+                  0);
+      } else if (change == 0) {
+        WriteFile(dir / "src/class0/img2.jpg", "other size");
+      } else {
+        // A class the first pass did not list (it lists the classes
+        // first): the part's class table would not be the split's.
+        WriteFile(dir / "src/class9/new.jpg", "new");
+      }
+    };
+    BuildSummary summary;
+    Status s = BuildPack(dir / "src", dir / "part", o, &summary);
+    ASSERT_TRUE(changed);
+    EXPECT_TRUE(s.IsIOError()) << s.ToString();
+    EXPECT_TRUE(Contains(s.ToString(), change == 2 ? dir / "src: changed"
+                                                   : dir / "src/class0: "))
+        << s.ToString();
+    EXPECT_TRUE(Contains(s.ToString(), "changed while the part was built"))
+        << s.ToString();
+    EXPECT_FALSE(test::Exists(dir / "part/index.ufs"));
   }
 }
 

@@ -5,9 +5,13 @@
 //   PackWriter  appends records to a new pack in a directory and publishes
 //               it atomically on Finish().  Add / Finish / Abandon with a
 //               sticky status, after LevelDB's TableBuilder.
-//   BuildPack   `ufspack build`: scans a tree (ScanTree), reads its files
-//               with many threads in flight, and feeds a PackWriter in the
-//               scan's order, so the output is deterministic.
+//   BuildPack   `ufspack build`: scans a tree (ScanTreeByClass, a class at
+//               a time, ahead of the packing), reads its files with many
+//               threads in flight, and feeds a PackWriter in the scan's
+//               order, so the output is deterministic.  Its memory does not
+//               grow with the tree: it holds the file names of about
+//               300,000 files, or of the largest classes if larger
+//               (docs/scale.md), except in flat mode (one class).
 //
 // Publishing: records go to a temporary data file and the index to a
 // temporary index file, both created in the output directory; Finish()
@@ -171,7 +175,19 @@ class UFSPACK_EXPORT PackWriter {
 
 struct BuildProgress {
   uint64_t files_done = 0;
+  // Files to pack.  While the tree is still being listed (a tree of more
+  // than about 65,000 files is packed as it is listed) this counts the files
+  // listed so far and grows; scan_done says when it is final.
   uint64_t files_total = 0;
+  bool scan_done = true;
+  // Classes listed so far, of classes_total (those to list: every class,
+  // or those a part's range touches); 0 and 0 in flat mode.
+  uint64_t classes_scanned = 0;
+  uint64_t classes_total = 0;
+  // A --part build's first pass: listing and sizing the whole tree to
+  // compute the split.  files_total counts the tree's files sized so far;
+  // files_done stays 0.
+  bool splitting = false;
   uint64_t bytes_in = 0;   // source bytes read
   uint64_t bytes_out = 0;  // bytes written to data.ufs
   double seconds = 0;      // since the start of reading
@@ -187,28 +203,39 @@ struct BuildOptions {
   // denied, changed while read) is skipped and reported instead of failing
   // the build.  Also skips unreadable directories.
   bool skip_unreadable = false;
-  // Called from the calling thread once the files are counted, about four
-  // times a second while packing, and once at the end.
+  // Called from the calling thread: about four times a second while a
+  // --part build sizes the tree (BuildProgress::splitting), while the
+  // build waits for the scan, once packing starts, about four times a
+  // second while packing, and once at the end.
   std::function<void(const BuildProgress&)> progress;
   // Polled; when it becomes true the build stops with Aborted and leaves
   // the output directory as it was.
   const std::atomic<bool>* cancel = nullptr;
   // Build only part `part` (0-based) of a split of the source into `parts`
-  // (`ufspack build --part I/N`): every part job scans the whole tree and
+  // (`ufspack build --part I/N`): every part job lists the whole tree and
   // stats every file, splits the ImageFolder-ordered sample list into
   // `parts` contiguous ranges of about equal bytes (SplitSamples), and packs
   // its own range, with the whole class table, so that `ufspack merge` of
   // the N parts is the pack a single build would give.  The part records
   // the split in its metadata (kMetaPart, kMetaPartSplit, kMetaPartRange).
+  // Neither pass holds the tree's file list: the first keeps a count, a
+  // weight and a hash per class; the second lists again only the classes
+  // the part's range touches, and fails if they changed in between.
   uint32_t part = 0;
   uint32_t parts = 1;
+  // Files the scan may list ahead of the packing (held in memory, about
+  // 100 bytes each); packing starts once a quarter of that is listed, or
+  // the whole tree if smaller.  A class is never cut, so a class larger
+  // than this is held whole.
+  size_t scan_ahead = size_t{1} << 18;
 };
 
 // Metadata of a part built with BuildOptions::parts > 1:
 //   kMetaPart       "I/N"
 //   kMetaPartSplit  16 hex digits identifying the split: XXH3-64 of N, the
-//                   class names and every sample's name, label and size;
-//                   equal in every part of one split of one tree
+//                   class names, every sample's name, label and size, and
+//                   the sample count (docs/format.md); equal in every part
+//                   of one split of one tree
 //   kMetaPartRange  "<first> <count> <total>": the part's samples are
 //                   [first, first + count) of the split's `total`
 inline constexpr char kMetaPart[] = "part";

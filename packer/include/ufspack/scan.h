@@ -22,14 +22,16 @@
 // An unreadable directory is an error (os.walk silently skips it) unless
 // ScanOptions::skip_unreadable is set.
 //
-// Thread safety: ScanTree is reentrant; it keeps no global state (it walks
-// the classes on the process-wide pool of ufspack/parallel.h).
+// Thread safety: ScanTree and ScanTreeByClass are reentrant; they keep no
+// global state (they walk the classes on up to ScanOptions::threads threads
+// of their own, started and joined within the call).
 #ifndef UFSPACK_SCAN_H_
 #define UFSPACK_SCAN_H_
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -88,6 +90,42 @@ struct ScanResult {
 // that cannot be read (unless skip_unreadable).
 UFSPACK_EXPORT Status ScanTree(const std::string& root,
                                const ScanOptions& options, ScanResult* result);
+
+// The samples of one class (in flat mode: of the whole tree), as
+// ScanTreeByClass hands them over.
+struct ScanClass {
+  uint32_t label = 0;  // index in ScanResult::classes; kNoLabel in flat mode
+  std::vector<ScanEntry> entries;  // ImageFolder order; may be empty
+};
+
+// ScanTree for trees too large to list at once.  Lists the classes (sets
+// result->root and result->classes before the first call to `sink`), then
+// walks them on options.threads threads of its own and calls `sink` on
+// the calling thread once per class, in class order, with that class's
+// samples (the sink may move them out).  The walk runs ahead of the sink
+// by at most options.threads classes (a sliding window: one slow class
+// holds the others up only once the window is full behind it).  In flat mode
+// `sink` is called once, with every sample.  Classes for which `want` (if set)
+// returns false are neither walked nor handed over.  Warnings and skipped
+// directories go to *result as ScanTree gives them; result->entries stays
+// empty.
+//
+// At most the samples of options.threads classes are held at a time (plus
+// what the sink keeps), so memory follows the largest classes, not the
+// tree.  A class with no sample is handed over with no entries: refusing
+// it (ScanOptions::allow_empty) is the caller's choice; ScanTree does.
+// The first error, the scan's or the first non-OK status `sink` returns,
+// stops the walk and is returned.
+UFSPACK_EXPORT Status ScanTreeByClass(
+    const std::string& root, const ScanOptions& options,
+    const std::function<bool(uint32_t label)>& want,
+    const std::function<Status(ScanClass* cls)>& sink, ScanResult* result);
+
+// The InvalidArgument ScanTree returns for class directories with no
+// matching file (`empty`: their names, in class order).
+UFSPACK_EXPORT Status EmptyClassesError(const std::string& root,
+                                        const std::vector<std::string>& empty,
+                                        const ScanOptions& options);
 
 // Python's `a < b` for two file names as os.fsdecode() decodes them on
 // Linux: UTF-8 with surrogateescape, compared by code point.  Equals byte
