@@ -13,6 +13,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -21,6 +22,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -609,6 +611,11 @@ class ProgressReporter {
         last_(start_) {}
 
   BuildProgress* progress() { return &progress_; }
+  // Called before each periodic report, to bring the counts up to date.
+  void SetRefresh(std::function<void(BuildProgress*)> refresh) {
+    refresh_ = std::move(refresh);
+  }
+  void ResetClock() { start_ = last_ = std::chrono::steady_clock::now(); }
 
   void Start() {
     start_ = last_ = std::chrono::steady_clock::now();
@@ -620,6 +627,7 @@ class ProgressReporter {
     auto now = std::chrono::steady_clock::now();
     if (now - last_ >= std::chrono::milliseconds(250)) {
       last_ = now;
+      if (refresh_) refresh_(&progress_);
       Report(writer);
     }
   }
@@ -633,6 +641,7 @@ class ProgressReporter {
   const std::function<void(const BuildProgress&)>& report_;
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_;
+  std::function<void(BuildProgress*)> refresh_;
   BuildProgress progress_;
 };
 
@@ -790,7 +799,8 @@ Status FinishPack(Status s, const BuildOptions& options, PackWriter* writer,
 //      samples checked against pass 1 (the hash), the boundary classes cut
 //      where the split's targets fall, and the rest packed.
 
-// A class's samples as pass 1 saw them.
+// A class's samples as pass 1 saw them (flat: a directory's, as
+// ScanTreeByClass hands them over).
 struct ClassWeight {
   uint64_t count = 0;
   uint64_t weight = 0;  // sum of size + 1
@@ -814,7 +824,7 @@ struct Cut {
 struct PartPlan {
   uint64_t split = 0;  // kMetaPartSplit
   uint64_t samples = 0;
-  std::vector<ClassWeight> classes;  // flat mode: one
+  std::vector<ClassWeight> classes;  // flat: one per directory with samples
   std::vector<std::string> class_names;
   Cut lo, hi;  // b[part], b[part + 1]
 };
@@ -901,19 +911,23 @@ Status PlanPart(const std::string& src, const BuildOptions& options,
   progress.scan_done = false;
   // The first class is reported at once, then four times a second.
   auto last_report = std::chrono::steady_clock::time_point();
+  // The class table, hashed before the first sample (flat: none).
+  bool hashed_classes = false;
+  auto hash_classes = [&] {
+    hashed_classes = true;
+    split.Put64(scan.classes.size());
+    for (const std::string& c : scan.classes) {
+      split.Put64(c.size());
+      split.Put(c.data(), c.size());
+    }
+  };
   Status s = ScanTreeByClass(
       src, options.scan, nullptr,
       [&](ScanClass* cls) -> Status {
         if (Cancelled(options)) return Status::Aborted("interrupted");
-        if (plan->classes.empty() && !options.scan.flat) {
-          split.Put64(scan.classes.size());
-          for (const std::string& c : scan.classes) {
-            split.Put64(c.size());
-            split.Put(c.data(), c.size());
-          }
+        if (!hashed_classes) {
+          hash_classes();
           progress.classes_total = scan.classes.size();
-        } else if (options.scan.flat) {
-          split.Put64(0);
         }
         if (drop_pack_files && DropPackFiles(&cls->entries)) dropped = true;
         UFSPACK_RETURN_IF_ERROR(
@@ -933,7 +947,7 @@ Status PlanPart(const std::string& src, const BuildOptions& options,
         plan->classes.push_back(w);
         plan->samples += w.count;
         progress.files_total = plan->samples;
-        progress.classes_scanned = plan->classes.size();
+        if (!options.scan.flat) progress.classes_scanned = plan->classes.size();
         auto now = std::chrono::steady_clock::now();
         if (options.progress &&
             now - last_report >= std::chrono::milliseconds(250)) {
@@ -955,6 +969,9 @@ Status PlanPart(const std::string& src, const BuildOptions& options,
   if (!empty.empty() && !options.scan.allow_empty) {
     return EmptyClassesError(scan.root, empty, options.scan);
   }
+  progress.scan_done = true;  // the tree is sized
+  if (options.progress) options.progress(progress);
+  if (!hashed_classes) hash_classes();  // a flat tree with no file
   // The sample count goes last: it is known only now.
   split.Put64(plan->samples);
   plan->split = split.Digest();
@@ -1247,27 +1264,39 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
   while (root.size() > 1 && root.back() == '/') root.pop_back();
   ProgressReporter reporter(options);
   BuildProgress& progress = *reporter.progress();
+  const size_t scan_ahead = std::max<size_t>(options.scan_ahead, 4);
+  options.scan.max_held_files = scan_ahead;
 
   // A part build sizes the whole tree first (pass 1), then lists only the
   // classes its range touches.
   const bool part_build = options.parts > 1;
   PartPlan plan;
   if (part_build) {
+    options.scan.cancel = options.cancel;
     UFSPACK_RETURN_IF_ERROR(
         PlanPart(src, options, drop_pack_files, &reporter, &plan, summary));
     summary->scan_seconds = SecondsSince(t0);
+    progress = BuildProgress();
+    reporter.ResetClock();
   }
+  // The scanning thread stops (between directories) when the building
+  // thread does: on an error, Ctrl-C, or when done.
+  std::atomic<bool> scan_stop{false};
+  options.scan.cancel = &scan_stop;
+  // Pass 2 lists the classes from the first cut's to the second's.  (A flat
+  // tree is listed whole: its directories, the units of pass 1 there, are
+  // only known as it is walked; the sink skips those out of range.)
   auto want = [&](uint32_t label) {
     if (!part_build) return true;
-    const uint32_t c = options.scan.flat ? 0 : label;
-    return plan.samples > 0 && c >= plan.lo.cls && c <= plan.hi.cls;
+    if (options.scan.flat) return plan.samples > 0;
+    return plan.samples > 0 && label >= plan.lo.cls && label <= plan.hi.cls;
   };
+  uint64_t units = 0;  // classes (flat: directories) handed over
 
   // The scan runs on a thread of its own, ahead of the packing by at most
   // options.scan_ahead samples, and hands classes over in order.
   // Samples packed per read-ahead run: large enough (by default) that the
   // pipeline's drain at the end of a run costs nothing measurable.
-  const size_t scan_ahead = std::max<size_t>(options.scan_ahead, 4);
   const size_t chunk_samples = scan_ahead / 4;
   ClassQueue queue(scan_ahead);
   ScanResult scan;       // the scanning thread's until it is joined
@@ -1278,7 +1307,7 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
       "computed); " +
       kSameTree;
   double walk_seconds = 0;  // the scanning thread's until it is joined
-  std::thread scanner([&] {
+  auto scan_body = [&] {
     const auto walk_t0 = std::chrono::steady_clock::now();
     bool first = true;
     Status s = ScanTreeByClass(
@@ -1300,8 +1329,14 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
             dropped = true;
           }
           if (part_build) {
-            UFSPACK_RETURN_IF_ERROR(CutClass(
-                root, options.scan.flat ? 0 : cls->label, options, &plan, cls));
+            const uint64_t c = options.scan.flat ? units : cls->label;
+            ++units;
+            if (c >= plan.classes.size()) {
+              return Status::IOError(changed_classes);
+            }
+            if (c < plan.lo.cls || c > plan.hi.cls) return Status::OK();
+            UFSPACK_RETURN_IF_ERROR(
+                CutClass(root, static_cast<uint32_t>(c), options, &plan, cls));
           }
           if (!queue.Push(cls)) return Status::Aborted("interrupted");
           return Status::OK();
@@ -1311,21 +1346,33 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
     // part the other jobs agree on.
     if (s.ok() && part_build &&
         (scan.classes != plan.class_names ||
+         (options.scan.flat && plan.samples > 0 &&
+          units != plan.classes.size()) ||
          (!plan.lo.fixed && !plan.lo.located) ||
          (!plan.hi.fixed && !plan.hi.located))) {
       s = Status::IOError(changed_classes);
     }
     walk_seconds = SecondsSince(walk_t0);
     queue.Finish(std::move(s));
-  });
+  };
+  std::thread scanner;
+  try {
+    scanner = std::thread(scan_body);
+  } catch (const std::system_error& e) {
+    writer->Abandon();
+    return Status::IOError(std::string("cannot start a thread: ") + e.what());
+  }
   struct Joiner {
     ClassQueue& queue;
+    std::atomic<bool>& stop;
     std::thread& thread;
     ~Joiner() {
+      stop = true;
       queue.Stop();
       if (thread.joinable()) thread.join();
     }
-  } joiner{queue, scanner};
+  } joiner{queue, scan_stop, scanner};
+  reporter.SetRefresh([&](BuildProgress* p) { queue.Describe(p); });
 
   // Pack the classes as they come, chunk_samples at a time.  The first run
   // waits for chunk_samples or the whole scan: a tree that small is listed
@@ -1333,10 +1380,7 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
   // any file is read and its progress has an exact total from the start.
   // While it waits for the scan the building thread still reports (and
   // so notices a Ctrl-C the callback raises).
-  auto idle = [&] {
-    queue.Describe(&progress);
-    reporter.Tick(*writer);
-  };
+  auto idle = [&] { reporter.Tick(*writer); };
   Status s;
   if (!queue.WaitFor(chunk_samples, options.cancel, idle)) {
     s = Status::Aborted("interrupted");
@@ -1397,8 +1441,10 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
     queue.Describe(&progress);
     s = AddRecords(root, chunk, options, writer.get(), &reporter, summary);
   }
+  scan_stop = true;
   queue.Stop();
   scanner.join();
+  reporter.SetRefresh(nullptr);
   queue.Describe(&progress);
   // Listing time: pass 1, and the scanning thread's time not spent waiting
   // for the packing to take what it listed.
@@ -1416,7 +1462,11 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
                           ": the output directory is the source root; not "
                           "packing the pack's own files");
       }
-    }  // (a part build's pass 1 reported the tree's warnings)
+    } else if (!s.ok()) {
+      // Pass 1 reported the tree's warnings; pass 2's may say why its
+      // classes changed (a directory now unreadable, skipped).
+      for (std::string& w : scan.warnings) Warn(summary, std::move(w));
+    }
     for (std::string& w : read_warnings) Warn(summary, std::move(w));
   }
   if (s.ok() && !empty.empty()) {

@@ -730,6 +730,8 @@ Status AppendPack(const std::string& pack_in, const std::string& dir,
   so.flat = flat;
   so.allow_empty = true;
   so.skip_unreadable = options.build.skip_unreadable;
+  so.max_held_files = options.build.scan_ahead;  // as a build's scan
+  so.cancel = options.build.cancel;
   so.exclude_dev = pack_st.st_dev;
   so.exclude_ino = pack_st.st_ino;
   std::string_view selection;

@@ -14,6 +14,7 @@
 #include <iterator>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -64,6 +65,8 @@ uint32_t NextCodePoint(const unsigned char* s, size_t n, size_t* i) {
   return 0xDC00u + c;
 }
 
+constexpr uint32_t kFlatLabel = 0xFFFFFFFFu;  // kNoLabel (ufspack/types.h)
+
 struct DirListing {
   std::string rel;  // "" for the walk's top, else "/a/b" below it
   std::vector<std::string> files;
@@ -74,10 +77,20 @@ struct Walker {
   ScanResult* result;
   std::vector<std::pair<dev_t, ino_t>> ancestors;
 
-  // Lists `path` (shown to users as `shown`) and everything below it,
-  // appending one DirListing per directory, in walk order.
-  Status Walk(const std::string& path, const std::string& rel,
-              std::vector<DirListing>* out) {
+  // Lists the directory `path` (`rel` below the walk's top) into *listing
+  // (its files) and *subdirs (its directories, following symlinks), and
+  // sets *id to its device and inode.  Sets *listed to false, with a
+  // warning, for a directory not to descend into: the output directory, a
+  // symlink loop (one of `ancestors`), or under skip_unreadable one that
+  // cannot be read.
+  Status List(const std::string& path, const std::string& rel,
+              DirListing* listing, std::vector<std::string>* subdirs,
+              std::pair<dev_t, ino_t>* id, bool* listed) {
+    *listed = false;
+    if (options.cancel != nullptr &&
+        options.cancel->load(std::memory_order_relaxed)) {
+      return Status::Aborted("interrupted");
+    }
     int fd = internal::OpenAnyLength(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return Unreadable(path, errno);
     struct stat st;
@@ -110,9 +123,7 @@ struct Walker {
       ::close(fd);
       return Unreadable(path, e);
     }
-    DirListing listing;
-    listing.rel = rel;
-    std::vector<std::string> subdirs;
+    listing->rel = rel;
     errno = 0;
     while (struct dirent* ent = ::readdir(dir)) {
       const char* n = ent->d_name;
@@ -128,18 +139,32 @@ struct Walker {
             ::fstatat(::dirfd(dir), n, &est, 0) == 0 && S_ISDIR(est.st_mode);
       }
       if (is_dir) {
-        subdirs.emplace_back(n);
+        subdirs->emplace_back(n);
       } else {
-        listing.files.emplace_back(n);
+        listing->files.emplace_back(n);
       }
       errno = 0;
     }
     int read_errno = errno;
     ::closedir(dir);
     if (read_errno != 0) return Unreadable(path, read_errno);
+    *id = {st.st_dev, st.st_ino};
+    *listed = true;
+    return Status::OK();
+  }
 
+  // Lists `path` and everything below it, appending one DirListing per
+  // directory, in walk order.
+  Status Walk(const std::string& path, const std::string& rel,
+              std::vector<DirListing>* out) {
+    DirListing listing;
+    std::vector<std::string> subdirs;
+    std::pair<dev_t, ino_t> id;
+    bool listed = false;
+    UFSPACK_RETURN_IF_ERROR(List(path, rel, &listing, &subdirs, &id, &listed));
+    if (!listed) return Status::OK();
     out->push_back(std::move(listing));
-    ancestors.emplace_back(st.st_dev, st.st_ino);
+    ancestors.push_back(id);
     for (const std::string& d : subdirs) {
       Status s = Walk(path + "/" + d, rel + "/" + d, out);
       if (!s.ok()) {
@@ -299,14 +324,43 @@ Status ScanTreeByClass(const std::string& root_in,
   };
 
   if (options.flat) {
-    std::vector<DirListing> listings;
-    UFSPACK_RETURN_IF_ERROR(walker.Walk(root, "", &listings));
-    ScanClass all;
-    all.label = 0xFFFFFFFFu;
-    emit(&listings, "", &all.entries, all.label);
-    listings = std::vector<DirListing>();
-    if (want && !want(all.label)) return Status::OK();
-    return sink(&all);
+    // sorted(os.walk(root)) without holding the tree: the directory listed
+    // next is the smallest pending path (every directory not found yet
+    // lies below a pending one, and a path sorts after its prefixes), and
+    // its files are handed over at once.  What is held is the frontier of
+    // directories found and not yet listed.
+    if (want && !want(kFlatLabel)) return Status::OK();
+    struct Pending {
+      std::string rel;
+      std::vector<std::pair<dev_t, ino_t>> ancestors;
+    };
+    auto later = [](const Pending& a, const Pending& b) {
+      return PyFsLess(b.rel, a.rel);
+    };
+    std::vector<Pending> pending(1);  // a heap: the smallest path first
+    while (!pending.empty()) {
+      std::pop_heap(pending.begin(), pending.end(), later);
+      Pending p = std::move(pending.back());
+      pending.pop_back();
+      walker.ancestors = std::move(p.ancestors);
+      std::vector<DirListing> listing(1);
+      std::vector<std::string> subdirs;
+      std::pair<dev_t, ino_t> id;
+      bool listed = false;
+      UFSPACK_RETURN_IF_ERROR(walker.List(root + p.rel, p.rel, &listing[0],
+                                          &subdirs, &id, &listed));
+      if (!listed) continue;
+      walker.ancestors.push_back(id);
+      for (const std::string& d : subdirs) {
+        pending.push_back(Pending{p.rel + "/" + d, walker.ancestors});
+        std::push_heap(pending.begin(), pending.end(), later);
+      }
+      ScanClass files;
+      files.label = kFlatLabel;
+      emit(&listing, "", &files.entries, kFlatLabel);
+      if (!files.entries.empty()) UFSPACK_RETURN_IF_ERROR(sink(&files));
+    }
+    return Status::OK();
   }
 
   // Classes: directories (following symlinks) directly under the root.
@@ -365,9 +419,12 @@ Status ScanTreeByClass(const std::string& root_in,
   // directory read is a round trip), each into a result of its own, and
   // handed over in class order on the calling thread: the output does not
   // depend on the thread count.  A sliding window: class i is walked only
-  // once class i - window was handed over, so at most `window` classes'
-  // results are held, and one slow class holds up the others only when the
-  // window is full behind it.
+  // once class i - window was handed over, and one slow class holds up the
+  // others only when the window is full behind it.  Under
+  // options.max_held_files, a class is started only while the samples
+  // walked and not handed over, plus the largest class seen so far for
+  // each class being walked and this one, stay within it (the first class
+  // is walked alone; the next class to hand over always starts).
   struct ClassScan {
     ScanResult part;
     Status status;
@@ -403,27 +460,51 @@ Status ScanTreeByClass(const std::string& root_in,
   std::vector<ClassScan> slots(window);  // class i in slots[i % window]
   std::mutex mu;
   std::condition_variable changed;
-  size_t next = 0;    // the next class to walk
-  size_t handed = 0;  // classes handed over
+  size_t next = 0;       // the next class to walk
+  size_t handed = 0;     // classes handed over
+  size_t walking = 0;    // classes being walked
+  uint64_t held = 0;     // samples walked, not handed over
+  uint64_t largest = 0;  // samples of the largest class walked
   bool stop = false;
+  const uint64_t budget = options.max_held_files;
+  auto may_start = [&] {
+    if (next >= handed + window) return false;
+    if (budget == 0 || next == handed) return true;
+    return largest > 0 && held + (walking + 1) * largest <= budget;
+  };
   std::vector<std::thread> workers;
-  for (size_t t = 0; t < window; ++t) {
-    workers.emplace_back([&] {
-      std::unique_lock<std::mutex> lock(mu);
-      for (;;) {
-        changed.wait(lock, [&] {
-          return stop || next >= todo.size() || next < handed + window;
-        });
-        if (stop || next >= todo.size()) return;
-        const size_t i = next++;
-        ClassScan* cs = &slots[i % window];
-        lock.unlock();
-        walk(i, cs);
-        lock.lock();
-        cs->ready = true;
-        changed.notify_all();
+  auto worker = [&] {
+    std::unique_lock<std::mutex> lock(mu);
+    for (;;) {
+      changed.wait(lock,
+                   [&] { return stop || next >= todo.size() || may_start(); });
+      if (stop || next >= todo.size()) return;
+      const size_t i = next++;
+      ++walking;
+      ClassScan* cs = &slots[i % window];
+      lock.unlock();
+      walk(i, cs);
+      lock.lock();
+      --walking;
+      held += cs->cls.entries.size();
+      largest = std::max<uint64_t>(largest, cs->cls.entries.size());
+      cs->ready = true;
+      changed.notify_all();
+    }
+  };
+  // Fewer workers than asked for if threads cannot be started (a process
+  // or cgroup limit); none: the calling thread walks alone.
+  try {
+    for (size_t t = 0; t < window; ++t) workers.emplace_back(worker);
+  } catch (const std::system_error&) {
+    if (workers.empty()) {
+      for (size_t i = 0; i < todo.size(); ++i) {
+        ClassScan cs;
+        walk(i, &cs);
+        UFSPACK_RETURN_IF_ERROR(hand_over(&cs));
       }
-    });
+      return Status::OK();
+    }
   }
   Status status;
   for (size_t i = 0; i < todo.size() && status.ok(); ++i) {
@@ -432,10 +513,13 @@ Status ScanTreeByClass(const std::string& root_in,
       std::unique_lock<std::mutex> lock(mu);
       changed.wait(lock, [&] { return cs->ready; });
     }
+    const uint64_t n = cs->cls.entries.size();
     status = hand_over(cs);
     std::lock_guard<std::mutex> lock(mu);
     *cs = ClassScan();
     handed = i + 1;
+    held -= n;
+    if (!status.ok()) stop = true;  // no class started after an error
     changed.notify_all();
   }
   {

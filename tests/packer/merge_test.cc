@@ -14,6 +14,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -218,16 +219,21 @@ TEST(MergeTest, PartRangesAreSplitSamples) {
                       rng()));
     }
   }
+  // The sizes of a scan's samples, as SplitSamples takes them.
+  auto sizes_of = [](const ScanResult& scan) {
+    std::vector<uint64_t> sizes;
+    for (size_t k = 0; k < scan.entries.size(); ++k) {
+      struct stat st;
+      EXPECT_EQ(::stat(scan.PathOf(k).c_str(), &st), 0);
+      sizes.push_back(static_cast<uint64_t>(st.st_size));
+    }
+    return sizes;
+  };
   ScanResult scan;
   ScanOptions so;
   so.allow_empty = true;
   ASSERT_TRUE(ScanTree(dir / "src", so, &scan).ok());
-  std::vector<uint64_t> sizes;
-  for (size_t k = 0; k < scan.entries.size(); ++k) {
-    struct stat st;
-    ASSERT_EQ(::stat(scan.PathOf(k).c_str(), &st), 0);
-    sizes.push_back(static_cast<uint64_t>(st.st_size));
-  }
+  const std::vector<uint64_t> sizes = sizes_of(scan);
   for (uint32_t n : {2u, 3u, 5u, 11u, 40u, 150u}) {
     SCOPED_TRACE("parts " + std::to_string(n));
     const std::vector<uint64_t> bounds = SplitSamples(sizes, n);
@@ -262,12 +268,7 @@ TEST(MergeTest, PartRangesAreSplitSamples) {
   ScanResult flat;
   so.flat = true;
   ASSERT_TRUE(ScanTree(dir / "src", so, &flat).ok());
-  std::vector<uint64_t> flat_sizes;
-  for (size_t k = 0; k < flat.entries.size(); ++k) {
-    struct stat st;
-    ASSERT_EQ(::stat(flat.PathOf(k).c_str(), &st), 0);
-    flat_sizes.push_back(static_cast<uint64_t>(st.st_size));
-  }
+  const std::vector<uint64_t> flat_sizes = sizes_of(flat);
   for (uint32_t n : {3u, 7u}) {
     const std::vector<uint64_t> bounds = SplitSamples(flat_sizes, n);
     for (uint32_t i = 0; i < n; ++i) {
@@ -293,15 +294,23 @@ TEST(MergeTest, PartRangesAreSplitSamples) {
 TEST(MergeTest, ATreeChangedBetweenThePassesIsRefused) {
   TempDir dir;
   MakeTree(dir / "src", 4, 6, 3);
-  for (int change : {0, 1, 2}) {
-    SCOPED_TRACE(change == 0 ? "resized" : change == 1 ? "renamed" : "class");
+  for (int change : {0, 1, 2, 3, 4}) {
+    SCOPED_TRACE(change == 0   ? "resized"
+                 : change == 1 ? "renamed"
+                 : change == 2 ? "class added"
+                 : change == 3 ? "flat directory"
+                               : "class removed");
     BuildOptions o;
     o.part = 0;
     o.parts = 2;
     o.threads = 2;
+    o.scan.flat = change == 3;
     bool changed = false;
     o.progress = [&](const BuildProgress& p) {
       if (!p.splitting || changed) return;
+      // Class removed: once the first pass is over (a class it has not
+      // walked yet would fail it instead).
+      if (change == 4 && !p.scan_done) return;
       changed = true;  // after class0 was sized, before it is packed
       if (change == 1) {
         ASSERT_EQ(::rename((dir / "src/class0/img1.jpg").c_str(),
@@ -309,17 +318,22 @@ TEST(MergeTest, ATreeChangedBetweenThePassesIsRefused) {
                   0);
       } else if (change == 0) {
         WriteFile(dir / "src/class0/img2.jpg", "other size");
-      } else {
+      } else if (change == 2) {
         // A class the first pass did not list (it lists the classes
         // first): the part's class table would not be the split's.
         WriteFile(dir / "src/class9/new.jpg", "new");
+      } else if (change == 3) {
+        // Flat: a directory below one the first pass already listed.
+        WriteFile(dir / "src/class0/zz/new.jpg", "new");
+      } else {
+        std::filesystem::remove_all(dir / "src/class1");
       }
     };
     BuildSummary summary;
     Status s = BuildPack(dir / "src", dir / "part", o, &summary);
     ASSERT_TRUE(changed);
     EXPECT_TRUE(s.IsIOError()) << s.ToString();
-    EXPECT_TRUE(Contains(s.ToString(), change == 2 ? dir / "src: changed"
+    EXPECT_TRUE(Contains(s.ToString(), change >= 2 ? dir / "src: changed"
                                                    : dir / "src/class0: "))
         << s.ToString();
     EXPECT_TRUE(Contains(s.ToString(), "changed while the part was built"))

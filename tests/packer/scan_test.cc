@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -267,6 +268,100 @@ TEST(ScanTreeTest, SimpleClassTree) {
             (EntryList{{"cat/z.jpeg", 0}, {"dog/a.png", 1}, {"dog/b.jpg", 1}}));
   EXPECT_EQ(r.PathOf(1), t.path() + "/dog/a.png");
   EXPECT_EQ(r.skipped, 0u);
+}
+
+// ScanTreeByClass hands the classes over in order, whatever the threads and
+// the budget of files held, and its concatenation is ScanTree's list; flat
+// mode hands over one directory at a time in sorted(os.walk()) order.
+TEST(ScanTreeTest, ByClassEqualsTheWholeListForAnyWindow) {
+  TempDir t;
+  for (int c = 0; c < 25; ++c) {
+    const int files = c == 4 ? 0 : c == 11 ? 40 : c % 5 + 1;
+    test::MakeDirs(t / ("c" + std::to_string(100 + c)));
+    for (int k = 0; k < files; ++k) {
+      WriteFile(t / ("c" + std::to_string(100 + c) + (k % 3 ? "" : "/s") +
+                     (k % 6 ? "" : "-x") + "/f" + std::to_string(k) + ".jpg"),
+                "x");
+    }
+  }
+  for (bool flat : {false, true}) {
+    ScanOptions whole;
+    whole.allow_empty = true;
+    whole.flat = flat;
+    ScanResult expect;
+    ASSERT_TRUE(ScanTree(t.path(), whole, &expect).ok());
+    for (int threads : {1, 3, 8}) {
+      for (uint64_t budget : {0, 1, 7, 100}) {
+        SCOPED_TRACE(std::string(flat ? "flat" : "classes") + " threads " +
+                     std::to_string(threads) + " budget " +
+                     std::to_string(budget));
+        ScanOptions o = whole;
+        o.threads = threads;
+        o.max_held_files = budget;
+        std::vector<ScanEntry> got;
+        std::vector<uint32_t> labels;
+        ScanResult r;
+        Status s = ScanTreeByClass(
+            t.path(), o, nullptr,
+            [&](ScanClass* cls) {
+              labels.push_back(cls->label);
+              for (ScanEntry& e : cls->entries) got.push_back(std::move(e));
+              return Status::OK();
+            },
+            &r);
+        ASSERT_TRUE(s.ok()) << s.ToString();
+        EXPECT_TRUE(r.entries.empty());
+        EXPECT_EQ(r.classes, expect.classes);
+        ASSERT_EQ(got.size(), expect.entries.size());
+        for (size_t k = 0; k < got.size(); ++k) {
+          EXPECT_EQ(got[k].name, expect.entries[k].name);
+          EXPECT_EQ(got[k].label, expect.entries[k].label);
+        }
+        if (!flat) {
+          ASSERT_EQ(labels.size(), 25u);  // the empty class too
+          for (size_t k = 0; k < labels.size(); ++k) EXPECT_EQ(labels[k], k);
+        } else {
+          EXPECT_GT(labels.size(), 25u);  // a call per directory
+        }
+      }
+    }
+  }
+}
+
+// A sink's error and a cancel flag stop the scan with that status.
+TEST(ScanTreeTest, ByClassStopsOnASinkErrorAndOnCancel) {
+  TempDir t;
+  for (int c = 0; c < 12; ++c) {
+    WriteFile(t / ("c" + std::to_string(c + 10) + "/f.jpg"), "x");
+  }
+  ScanOptions o;
+  o.threads = 4;
+  int calls = 0;
+  ScanResult r;
+  Status s = ScanTreeByClass(
+      t.path(), o, nullptr,
+      [&](ScanClass*) {
+        return ++calls == 3 ? Status::IOError("sink full") : Status::OK();
+      },
+      &r);
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_EQ(calls, 3);
+  std::atomic<bool> cancel{true};
+  o.cancel = &cancel;
+  calls = 0;
+  s = ScanTreeByClass(
+      t.path(), o, nullptr,
+      [&](ScanClass*) {
+        ++calls;
+        return Status::OK();
+      },
+      &r);
+  EXPECT_TRUE(s.IsAborted()) << s.ToString();
+  EXPECT_EQ(calls, 0);
+  o.flat = true;
+  s = ScanTreeByClass(
+      t.path(), o, nullptr, [&](ScanClass*) { return Status::OK(); }, &r);
+  EXPECT_TRUE(s.IsAborted()) << s.ToString();
 }
 
 TEST(ScanTreeTest, TrailingSlashIsDropped) {

@@ -9,9 +9,9 @@
 //               a time, ahead of the packing), reads its files with many
 //               threads in flight, and feeds a PackWriter in the scan's
 //               order, so the output is deterministic.  Its memory does not
-//               grow with the tree: it holds the file names of about
-//               300,000 files, or of the largest classes if larger
-//               (docs/scale.md), except in flat mode (one class).
+//               grow with the tree: it holds the file names of at most
+//               about 600,000 files, or of the largest classes (flat: the
+//               largest directories) if larger (docs/scale.md).
 //
 // Publishing: records go to a temporary data file and the index to a
 // temporary index file, both created in the output directory; Finish()
@@ -219,8 +219,10 @@ struct BuildOptions {
   // the N parts is the pack a single build would give.  The part records
   // the split in its metadata (kMetaPart, kMetaPartSplit, kMetaPartRange).
   // Neither pass holds the tree's file list: the first keeps a count, a
-  // weight and a hash per class; the second lists again only the classes
-  // the part's range touches, and fails if they changed in between.
+  // weight and a hash per class (flat: per directory); the second lists
+  // again only the classes the part's range touches (flat: the whole
+  // tree, packing only the directories in range), and fails if they
+  // changed in between.
   uint32_t part = 0;
   uint32_t parts = 1;
   // Files the scan may list ahead of the packing (held in memory, about

@@ -30,6 +30,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -62,6 +63,12 @@ struct ScanOptions {
   // Class directories walked concurrently (a network file system answers
   // each directory read in a round trip).  The result does not depend on it.
   int threads = 8;
+  // ScanTreeByClass: at most about this many samples walked and not yet
+  // handed to the sink (0: no limit); see ScanTreeByClass.
+  uint64_t max_held_files = 0;
+  // Polled before each directory is read; when it becomes true the scan
+  // stops with Aborted.
+  const std::atomic<bool>* cancel = nullptr;
   // A directory never to descend into (the build's output directory), by
   // device and inode; ignored when both are 0.
   dev_t exclude_dev = 0;
@@ -104,18 +111,26 @@ struct ScanClass {
 // the calling thread once per class, in class order, with that class's
 // samples (the sink may move them out).  The walk runs ahead of the sink
 // by at most options.threads classes (a sliding window: one slow class
-// holds the others up only once the window is full behind it).  In flat mode
-// `sink` is called once, with every sample.  Classes for which `want` (if set)
-// returns false are neither walked nor handed over.  Warnings and skipped
-// directories go to *result as ScanTree gives them; result->entries stays
-// empty.
+// holds the others up only once the window is full behind it).  Classes
+// for which `want` (if set) returns false are neither walked nor handed
+// over.  Warnings and skipped directories go to *result as ScanTree gives
+// them; result->entries stays empty.
 //
-// At most the samples of options.threads classes are held at a time (plus
-// what the sink keeps), so memory follows the largest classes, not the
-// tree.  A class with no sample is handed over with no entries: refusing
-// it (ScanOptions::allow_empty) is the caller's choice; ScanTree does.
-// The first error, the scan's or the first non-OK status `sink` returns,
-// stops the walk and is returned.
+// In flat mode (no classes) the tree is walked on the calling thread and
+// `sink` is called once per directory that holds samples, in the order of
+// the samples (label kNoLabel); `want(kNoLabel)` false skips the walk.
+//
+// Held at a time (besides what the sink keeps): the samples of at most
+// options.threads classes, and with options.max_held_files, about that
+// many (the first class is walked alone, then classes start while the
+// samples walked and not handed over plus the largest class seen so far
+// for each class in progress fit; a class larger than any before can
+// overshoot), so memory follows the largest classes, not the tree; in
+// flat mode, one directory's samples and the paths of the directories
+// found but not yet listed.  A class with no sample is handed
+// over with no entries: refusing it (ScanOptions::allow_empty) is the
+// caller's choice; ScanTree does.  The first error, the scan's or the
+// first non-OK status `sink` returns, stops the walk and is returned.
 UFSPACK_EXPORT Status ScanTreeByClass(
     const std::string& root, const ScanOptions& options,
     const std::function<bool(uint32_t label)>& want,
