@@ -31,6 +31,7 @@
 #include "posix_io.h"
 #include "publish.h"
 #include "read_ahead.h"
+#include "scan_entries.h"
 #include "source_file.h"
 #include "spill.h"
 #include "ufspack/coding.h"
@@ -611,7 +612,7 @@ class ProgressReporter {
         last_(start_) {}
 
   BuildProgress* progress() { return &progress_; }
-  // Called before each periodic report, to bring the counts up to date.
+  // Called before each report, to bring the counts up to date.
   void SetRefresh(std::function<void(BuildProgress*)> refresh) {
     refresh_ = std::move(refresh);
   }
@@ -619,6 +620,7 @@ class ProgressReporter {
 
   void Start() {
     start_ = last_ = std::chrono::steady_clock::now();
+    if (refresh_) refresh_(&progress_);
     if (report_) report_(progress_);
   }
   // Reports if a quarter of a second went by since the last report.
@@ -627,11 +629,11 @@ class ProgressReporter {
     auto now = std::chrono::steady_clock::now();
     if (now - last_ >= std::chrono::milliseconds(250)) {
       last_ = now;
-      if (refresh_) refresh_(&progress_);
       Report(writer);
     }
   }
   void Report(const PackWriter& writer) {
+    if (refresh_) refresh_(&progress_);
     progress_.bytes_out = writer.data_bytes();
     progress_.seconds = SecondsSince(start_);
     if (report_) report_(progress_);
@@ -1319,8 +1321,7 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
               return Status::IOError(changed_classes);
             }
             size_t wanted = 0;
-            for (size_t c = 0; c < std::max<size_t>(1, scan.classes.size());
-                 ++c) {
+            for (size_t c = 0; c < scan.classes.size(); ++c) {
               if (want(static_cast<uint32_t>(c))) ++wanted;
             }
             queue.SetClasses(scan.classes, wanted);
@@ -1410,12 +1411,7 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
         empty.push_back(names[cls.label]);
       }
       if (!empty.empty()) continue;  // the build fails: list the rest only
-      if (chunk.empty()) {
-        chunk = std::move(cls.entries);
-      } else {
-        chunk.insert(chunk.end(), std::make_move_iterator(cls.entries.begin()),
-                     std::make_move_iterator(cls.entries.end()));
-      }
+      internal::MoveEntries(&cls.entries, &chunk);
     }
     if (Cancelled(options)) {
       s = Status::Aborted("interrupted");
@@ -1435,17 +1431,13 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
       started = true;
       s = internal::DescribeSource(root, names, options, writer.get());
       if (!s.ok()) break;
-      queue.Describe(&progress);
       reporter.Start();
     }
-    queue.Describe(&progress);
     s = AddRecords(root, chunk, options, writer.get(), &reporter, summary);
   }
   scan_stop = true;
   queue.Stop();
   scanner.join();
-  reporter.SetRefresh(nullptr);
-  queue.Describe(&progress);
   // Listing time: pass 1, and the scanning thread's time not spent waiting
   // for the packing to take what it listed.
   summary->scan_seconds +=
@@ -1477,7 +1469,6 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
     // still a valid pack, with its class table.
     name_classes();
     s = internal::DescribeSource(root, names, options, writer.get());
-    queue.Describe(&progress);
     if (s.ok()) reporter.Start();
   }
   if (s.ok() && part_build)

@@ -22,6 +22,7 @@
 #include "build_internal.h"
 #include "posix_io.h"
 #include "publish.h"
+#include "scan_entries.h"
 #include "ufspack/builder.h"
 #include "ufspack/file.h"
 #include "ufspack/format.h"
@@ -839,13 +840,7 @@ Status AppendPack(const std::string& pack_in, const std::string& dir,
             has_files.resize(scan.classes.size(), 0);
             has_files[cls->label] = !cls->entries.empty();
           }
-          if (batch.empty()) {
-            batch = std::move(cls->entries);
-          } else {
-            batch.insert(batch.end(),
-                         std::make_move_iterator(cls->entries.begin()),
-                         std::make_move_iterator(cls->entries.end()));
-          }
+          internal::MoveEntries(&cls->entries, &batch);
           return batch.size() >= kBatch ? sift() : Status::OK();
         },
         &scan);

@@ -11,7 +11,6 @@
 #include <condition_variable>
 #include <cstring>
 #include <functional>
-#include <iterator>
 #include <mutex>
 #include <string>
 #include <system_error>
@@ -20,6 +19,7 @@
 #include <vector>
 
 #include "open_any_length.h"
+#include "scan_entries.h"
 
 namespace ufspack {
 namespace {
@@ -541,13 +541,7 @@ Status ScanTree(const std::string& root, const ScanOptions& options,
         if (cls->entries.empty() && !options.flat) {
           empty.push_back(result->classes[cls->label]);
         }
-        if (entries.empty()) {
-          entries = std::move(cls->entries);
-        } else {
-          entries.insert(entries.end(),
-                         std::make_move_iterator(cls->entries.begin()),
-                         std::make_move_iterator(cls->entries.end()));
-        }
+        internal::MoveEntries(&cls->entries, &entries);
         return Status::OK();
       },
       result));
