@@ -752,6 +752,10 @@ class ProxyState:
         self.host = u.hostname or "127.0.0.1"
         self.port = u.port or 80
         self.lock = threading.Lock()
+        # Requests being handled: a client can read its response (and ask
+        # for the log) before the handler has recorded it.
+        self.in_flight = 0
+        self.idle = threading.Condition(self.lock)
         self.rules: List[Dict[str, Any]] = []
         self.log: List[Dict[str, Any]] = []
         self.seq = 0
@@ -790,8 +794,14 @@ class ProxyState:
                 return rule
         return None
 
+    def begin(self) -> None:
+        with self.lock:
+            self.in_flight += 1
+
     def record(self, entry: Dict[str, Any]) -> None:
         with self.lock:
+            self.in_flight -= 1
+            self.idle.notify_all()
             self.seq += 1
             entry["seq"] = self.seq
             self.log.append(entry)
@@ -799,7 +809,10 @@ class ProxyState:
                 self.log_file.write(json.dumps(entry) + "\n")
 
     def entries(self, since: int) -> List[Dict[str, Any]]:
+        """The log after entry `since`, once every request being handled is
+        recorded (waiting at most 5 s, for a request still in progress)."""
         with self.lock:
+            self.idle.wait_for(lambda: self.in_flight == 0, timeout=5.0)
             return [e for e in self.log if e["seq"] > since]
 
 
@@ -999,6 +1012,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
             return
         st = self.server.state
         t0 = time.monotonic()
+        st.begin()  # recorded in the finally below
         entry: Dict[str, Any] = {
             "time": round(time.time(), 6),
             "conn": self.conn_id,
