@@ -67,10 +67,15 @@ PyObject* g_corrupt_pack_error = nullptr;
       break;
     case Status::Code::kIOError:
       if (s.errno_value() != 0) {
+        // OSError(errno, msg) returns the errno's subclass (ENOENT:
+        // FileNotFoundError, EISDIR: IsADirectoryError, ...): raised as
+        // that type, the exception pybind11 and Python see is the one made.
         py::object err =
             py::reinterpret_steal<py::object>(PyObject_CallFunction(
                 PyExc_OSError, "is", s.errno_value(), msg.c_str()));
-        PyErr_SetObject(PyExc_OSError, err.ptr());
+        if (!err) throw py::error_already_set();
+        PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(err.ptr())),
+                        err.ptr());
         throw py::error_already_set();
       }
       type = PyExc_OSError;

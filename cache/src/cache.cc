@@ -29,6 +29,8 @@ using cache_internal::Table;
 
 namespace {
 
+constexpr char kIndexCopyName[] = "index.ufs";
+
 // `path` made absolute and lexically normal ("a/./b/../c" -> "/cwd/a/c"),
 // without touching the file system: the source may be unreachable.
 std::string AbsolutePath(const std::string& path) {
@@ -73,9 +75,11 @@ Status ReadIndexHeader(const RandomAccessFile& source, IndexHeader* header) {
 // header's and that its body hashes to the pack id (the id is XXH3-128 of
 // the body): a copy that passes is the index the source had.
 Status CopyIndex(const RandomAccessFile& source, const IndexHeader& header,
-                 const std::string& dst) {
-  int out = ::open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (out < 0) return Status::FromErrno(dst, errno);
+                 const cache_internal::SafeDir& dir, const std::string& name) {
+  const std::string dst = dir.PathOf(name);
+  int out;
+  UFSPACK_RETURN_IF_ERROR(
+      dir.OpenFile(name, O_WRONLY | O_CREAT | O_EXCL, &out));
   XXH3_state_t* state = XXH3_createState();
   XXH3_128bits_reset(state);
   // Large pieces: a remote index is one request per piece.
@@ -133,11 +137,12 @@ Status CopyIndex(const RandomAccessFile& source, const IndexHeader& header,
   return Status::OK();
 }
 
-// Checks a cached index copy (untrusted, like everything in the cache):
-// its body must hash to the pack id `pack_hex`.  O(index size), about 10 ms
-// per million records from the page cache, so done once per process and
-// version of the file.
-Status VerifyIndexCopy(const std::string& path, const std::string& pack_hex) {
+// Checks a cached index copy (untrusted, like everything in the cache),
+// open at `fd` and named `path`: its body must hash to the pack id
+// `pack_hex`.  O(index size), about 10 ms per million records from the
+// page cache, so done once per process and version of the file.
+Status VerifyIndexCopy(int fd, const std::string& path,
+                       const std::string& pack_hex) {
   // Once per process and version of the file: every DataLoader worker
   // opens the pack (forked ones inherit what their parent checked), and
   // warm-up attaches twice; a copy changed since (its size, inode or mtime)
@@ -145,7 +150,7 @@ Status VerifyIndexCopy(const std::string& path, const std::string& pack_hex) {
   static std::mutex mu;
   static std::set<std::string> verified;
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(path, errno);
+  if (::fstat(fd, &st) != 0) return Status::FromErrno(path, errno);
   const std::string key = pack_hex + ":" + std::to_string(st.st_dev) + ":" +
                           std::to_string(st.st_ino) + ":" +
                           std::to_string(st.st_size) + ":" +
@@ -156,7 +161,7 @@ Status VerifyIndexCopy(const std::string& path, const std::string& pack_hex) {
     if (verified.count(key) != 0) return Status::OK();
   }
   std::unique_ptr<Region> region;
-  UFSPACK_RETURN_IF_ERROR(MapFile(path, &region));
+  UFSPACK_RETURN_IF_ERROR(MapFd(fd, path, &region));
   std::string_view bytes = region->bytes();
   if (bytes.size() < IndexHeader::kEncodedLength) {
     return Status::Corruption(path + ": truncated index copy");
@@ -173,6 +178,21 @@ Status VerifyIndexCopy(const std::string& path, const std::string& pack_hex) {
   }
   std::lock_guard<std::mutex> lock(mu);
   verified.insert(key);
+  return Status::OK();
+}
+
+// Opens and verifies the index copy of raw table `t` (in the disk tier):
+// *fd is the open copy, or -1 with the reason in the result.
+Status OpenIndexCopy(const Table& t, const std::string& pack_hex, int* fd) {
+  *fd = -1;
+  int f;
+  UFSPACK_RETURN_IF_ERROR(t.OpenFile(kIndexCopyName, &f));
+  Status s = VerifyIndexCopy(f, t.dir() + "/" + kIndexCopyName, pack_hex);
+  if (!s.ok()) {
+    ::close(f);
+    return s;
+  }
+  *fd = f;
   return Status::OK();
 }
 
@@ -257,8 +277,9 @@ Status Cache::AttachPack(const std::string& index_path,
       }
     }
     if (tables.empty() || tables.back()->store() != disk) return source_status;
-    const std::string copy = tables.back()->dir() + "/index.ufs";
-    Status v = VerifyIndexCopy(copy, hex);
+    const std::string copy = tables.back()->dir() + "/" + kIndexCopyName;
+    int copy_fd;
+    Status v = OpenIndexCopy(*tables.back(), hex, &copy_fd);
     if (!v.ok()) {
       disk->WarnOnce("copy:" + copy,
                      "cache " + disk->dir() + ": " + v.ToString());
@@ -268,20 +289,23 @@ Status Cache::AttachPack(const std::string& index_path,
                    index_path + " is unreachable (" + source_status.ToString() +
                        "); serving the records cached in " + disk->dir() +
                        " (others fail)");
-    pack->reset(new PackCacheImpl(std::move(tables), copy, source_status));
+    pack->reset(new PackCacheImpl(std::move(tables), copy, copy_fd,
+                                  source_status));
     return Status::OK();
   }
 
   const std::string hex = header.pack_id.ToHex();
   const std::string name = RawTableName(hex);
   std::string copy;
+  int copy_fd = -1;
   for (auto& tier : tiers_) {
     const bool is_disk = tier.get() == disk;
     Store::Populate populate;
     if (is_disk) {
-      populate = [&](const std::string& tmp, uint64_t* charged) -> Status {
+      populate = [&](const cache_internal::SafeDir& tmp,
+                     uint64_t* charged) -> Status {
         UFSPACK_RETURN_IF_ERROR(
-            CopyIndex(*source_file, header, tmp + "/index.ufs"));
+            CopyIndex(*source_file, header, tmp, kIndexCopyName));
         *charged = (header.index_size + cache_internal::kBlock - 1) /
                    cache_internal::kBlock * cache_internal::kBlock;
         return Status::OK();
@@ -291,8 +315,8 @@ Status Cache::AttachPack(const std::string& index_path,
     Status s = tier->OpenTable(name, header.record_count, true, populate, &t);
     if (s.ok()) {
       if (is_disk) {
-        copy = t->dir() + "/index.ufs";
-        Status v = VerifyIndexCopy(copy, hex);
+        copy = t->dir() + "/" + kIndexCopyName;
+        Status v = OpenIndexCopy(*t, hex, &copy_fd);
         if (!v.ok()) {
           disk->WarnOnce("copy:" + copy, "cache " + disk->dir() + ": " +
                                              v.ToString() +
@@ -310,8 +334,9 @@ Status Cache::AttachPack(const std::string& index_path,
     }
   }
   if (!copy.empty()) disk->RememberSource(source, hex);
-  pack->reset(new PackCacheImpl(
-      std::move(tables), copy.empty() ? index_path : copy, Status::OK()));
+  pack->reset(new PackCacheImpl(std::move(tables),
+                                copy.empty() ? index_path : copy, copy_fd,
+                                Status::OK()));
   return Status::OK();
 }
 

@@ -5,11 +5,14 @@
 #ifndef UFSPACK_CACHE_PACK_CACHE_H_
 #define UFSPACK_CACHE_PACK_CACHE_H_
 
+#include <unistd.h>
+
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "store.h"
+#include "ufspack/file.h"
 #include "ufspack/record_cache.h"
 
 namespace ufspack {
@@ -17,13 +20,25 @@ namespace cache_internal {
 
 class PackCacheImpl final : public PackCache {
  public:
+  // `index_fd`: the verified index copy, open (owned from here), or -1 to
+  // map `index_path` (the source's index).
   PackCacheImpl(std::vector<std::unique_ptr<Table>> tables,
-                std::string index_path, Status source_status)
+                std::string index_path, int index_fd, Status source_status)
       : tables_(std::move(tables)),
         index_path_(std::move(index_path)),
+        index_fd_(index_fd),
         source_status_(std::move(source_status)) {}
+  ~PackCacheImpl() override {
+    if (index_fd_ >= 0) ::close(index_fd_);
+  }
 
   const std::string& index_path() const override { return index_path_; }
+  // The copy is mapped from the descriptor it was verified through, never
+  // opened again by name (the cache directory is untrusted).
+  Status MapIndex(std::unique_ptr<Region>* index) const override {
+    if (index_fd_ < 0) return PackCache::MapIndex(index);
+    return MapFd(index_fd_, index_path_, index);
+  }
   const Status& source_status() const override { return source_status_; }
 
   bool Lookup(uint64_t i, uint64_t length, uint64_t checksum,
@@ -90,6 +105,7 @@ class PackCacheImpl final : public PackCache {
  private:
   std::vector<std::unique_ptr<Table>> tables_;  // RAM tier first
   const std::string index_path_;
+  const int index_fd_;
   const Status source_status_;
 };
 

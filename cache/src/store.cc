@@ -1,9 +1,7 @@
 // Copyright 2026 The ufspack Authors.
 #include "store.h"
 
-#include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -18,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -55,6 +54,12 @@ constexpr uint64_t kSlCharged = 32;  // u64 bytes this table charged
 constexpr uint64_t kSlTableId = 40;  // u64 low 64 bits of the name's hash
 constexpr uint64_t kSlEntries = 48;  // u64 entries published
 
+// The subdirectories of a cache directory.
+constexpr char kNs[] = "ns";
+constexpr char kTmp[] = "tmp";
+constexpr char kSources[] = "sources";
+constexpr char kLocks[] = "locks";
+
 uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
 int64_t NowMs() {
@@ -80,36 +85,56 @@ uint64_t NameId(const std::string& name) {
   return DecodeFixed64(reinterpret_cast<const char*>(id.bytes.data()));
 }
 
-Status ReadWholeFile(const std::string& path, std::string* out,
-                     size_t max = 1 << 20) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(path, errno);
-  out->clear();
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      return Status::FromErrno(path, e);
-    }
-    if (n == 0) break;
-    out->append(buf, static_cast<size_t>(n));
-    if (out->size() > max) {
-      ::close(fd);
-      return Status::Corruption(path + ": larger than " + std::to_string(max) +
-                                " bytes");
-    }
+// The names the cache gives tables, sources and locks: 32 lowercase hex
+// digits.  Anything else in ns/, sources/ or locks/ is not the cache's.
+bool IsHexName(const std::string& n) {
+  if (n.size() != 32) return false;
+  for (char c : n) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   }
-  ::close(fd);
-  return Status::OK();
+  return true;
+}
+
+// What a table directory holds (SafeDir::RemoveTree deletes only these).
+const std::vector<std::string> kTableFiles = {"key", "slots", "log",
+                                              "index.ufs"};
+
+// How long a lock is waited for.  Holders are brief (an eviction's rename,
+// a recount) except a table's creator, which copies the pack's index; a
+// lock held longer (by a stuck or hostile process: anyone who can open
+// the file can flock it) makes the cache or table unusable for this
+// process instead of blocking it.
+constexpr int64_t kLockWaitMs = 10 * 1000;
+constexpr int64_t kCreateLockWaitMs = 120 * 1000;
+
+// flock(fd, op) within `ms` milliseconds; IOError naming `what` after.
+Status LockWithin(int fd, int op, int64_t ms, const std::string& what) {
+  const int64_t deadline = NowMs() + ms;
+  int64_t pause_us = 100;
+  for (;;) {
+    if (::flock(fd, op | LOCK_NB) == 0) return Status::OK();
+    if (errno != EWOULDBLOCK && errno != EINTR) {
+      return Status::FromErrno(what + ": flock", errno);
+    }
+    if (NowMs() >= deadline) {
+      return Status::IOError(what + ": locked by another process for over " +
+                             std::to_string(ms / 1000) +
+                             " s; not used by this one");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
+    pause_us = std::min<int64_t>(pause_us * 2, 20000);
+  }
+}
+
+bool IsTmpName(const std::string& n) {
+  for (const char* p : kTmpPrefixes) {
+    if (n.rfind(p, 0) == 0) return true;
+  }
+  return false;
 }
 
 }  // namespace
 
-// Writes all of `iov` at `offset`, 1024 iovecs (Linux's UIO_MAXIOV) at a
-// time, retrying short writes and EINTR.
 Status WriteVec(int fd, std::vector<struct iovec> iov, uint64_t offset) {
   constexpr size_t kMaxIov = 1024;
   size_t first = 0;
@@ -138,85 +163,35 @@ Status WriteVec(int fd, std::vector<struct iovec> iov, uint64_t offset) {
   return Status::OK();
 }
 
+
 namespace {
 
-// Writes `contents` to a new file `path` (O_EXCL).
-Status WriteNewFile(const std::string& path, const std::string& contents) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::FromErrno(path, errno);
-  Status s =
-      WriteVec(fd, {{const_cast<char*>(contents.data()), contents.size()}}, 0);
-  if (!s.ok()) s = s.WithContext(path);
-  ::close(fd);
-  if (!s.ok()) ::unlink(path.c_str());
-  return s;
-}
-
-int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) {
-  ::remove(path);
-  return 0;
-}
-
-// Removes the tree at `path` (only ever called on paths inside a cache
-// directory's ns/ or tmp/).
-void RemoveTree(const std::string& path) {
-  ::nftw(path.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-uint64_t g_disk_bytes = 0;
-int AddBlocks(const char*, const struct stat* st, int, struct FTW*) {
-  g_disk_bytes += static_cast<uint64_t>(st->st_blocks) * 512;
-  return 0;
-}
-std::mutex g_du_mu;
-
-uint64_t DiskUsage(const std::string& dir) {
-  std::lock_guard<std::mutex> lock(g_du_mu);
-  g_disk_bytes = 0;
-  ::nftw(dir.c_str(), AddBlocks, 16, FTW_PHYS);
-  return g_disk_bytes;
-}
-
-std::vector<std::string> ListDir(const std::string& dir) {
-  std::vector<std::string> names;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return names;
-  while (struct dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
-    if (n != "." && n != "..") names.push_back(n);
-  }
-  ::closedir(d);
-  return names;
-}
-
-Status MakeDirs(const std::string& dir) {
-  std::string partial;
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = dir.find('/', pos + 1);
-    partial = dir.substr(0, pos);
-    if (partial.empty()) continue;
-    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
-      return Status::FromErrno(partial + ": cannot create the cache directory",
-                               errno);
-    }
-  }
-  struct stat st;
-  if (::stat(dir.c_str(), &st) != 0) return Status::FromErrno(dir, errno);
-  if (!S_ISDIR(st.st_mode)) {
-    return Status::IOError(dir + ": not a directory");
-  }
-  return Status::OK();
-}
-
 // Reads a table's slots header fields without mapping it.
-bool ReadSlotsHeader(const std::string& table_dir, char* hdr) {
-  int fd = ::open((table_dir + "/slots").c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+bool ReadSlotsHeader(const SafeDir& table, char* hdr) {
+  int fd;
+  if (!table.OpenFile("slots", O_RDONLY, &fd).ok()) return false;
   ssize_t n = ::pread(fd, hdr, kSlotsHeaderSize, 0);
   ::close(fd);
   return n == static_cast<ssize_t>(kSlotsHeaderSize) &&
          std::memcmp(hdr, kSlotsMagic, 8) == 0;
+}
+
+// The file system `dir` is (or will be) on: that of its nearest existing
+// ancestor ("." for a relative path with none), so that a tier too small to
+// use is refused before anything is created in it.
+Status StatFileSystem(const std::string& dir, struct statvfs* vfs) {
+  std::string probe = dir;
+  while (::statvfs(probe.c_str(), vfs) != 0) {
+    const int e = errno;
+    if ((e != ENOENT && e != ENOTDIR) || probe == "." || probe == "/") {
+      return Status::FromErrno(dir + ": statvfs of " + probe, e);
+    }
+    const size_t slash = probe.find_last_of('/');
+    probe = slash == std::string::npos ? "."
+            : slash == 0               ? "/"
+                                       : probe.substr(0, slash);
+  }
+  return Status::OK();
 }
 
 }  // namespace
@@ -261,24 +236,14 @@ Status Store::Init(uint64_t limit, uint64_t min_bytes) {
         "little-endian; this host is not");
   }
   const std::string header_path = dir_ + "/" + kHeaderFileName;
-  // The file system the directory is (or will be) on: that of its nearest
-  // existing ancestor, so a tier too small to use is refused before
-  // anything is created in it.
   struct statvfs vfs;
-  std::string probe = dir_;
-  while (::statvfs(probe.c_str(), &vfs) != 0) {
-    const size_t slash = probe.find_last_of('/');
-    if ((errno != ENOENT && errno != ENOTDIR) || slash == std::string::npos) {
-      return Status::FromErrno(dir_ + ": statvfs", errno);
-    }
-    probe = slash == 0 ? "/" : probe.substr(0, slash);
-  }
+  UFSPACK_RETURN_IF_ERROR(StatFileSystem(dir_, &vfs));
   const uint64_t fs_avail =
       static_cast<uint64_t>(vfs.f_bavail) * static_cast<uint64_t>(vfs.f_frsize);
   const uint64_t fs_total =
       static_cast<uint64_t>(vfs.f_blocks) * static_cast<uint64_t>(vfs.f_frsize);
   struct stat hst;
-  if (min_bytes > 0 && ::stat(header_path.c_str(), &hst) != 0) {
+  if (min_bytes > 0 && ::lstat(header_path.c_str(), &hst) != 0) {
     const uint64_t keep_free = fs_total / 100;
     const uint64_t reachable = fs_avail > keep_free ? fs_avail - keep_free : 0;
     const uint64_t would =
@@ -291,13 +256,18 @@ Status Store::Init(uint64_t limit, uint64_t min_bytes) {
           " a RAM tier needs to be useful");
     }
   }
-  UFSPACK_RETURN_IF_ERROR(MakeDirs(dir_));
+  UFSPACK_RETURN_IF_ERROR(SafeDir::OpenRoot(dir_, true, &root_));
 
-  int fd = ::open(header_path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0 && errno == ENOENT) {
+  int fd = -1;
+  struct stat st;
+  // Any link count: a header is used only after its size, magic and
+  // version are checked (and link(2) publishes it with two links for a
+  // moment where renameat2 is missing).
+  Status hs = root_.OpenFile(kHeaderFileName, O_RDWR, &fd, &st, true);
+  if (hs.IsNotFound()) {
     // A new cache: only in an empty directory, so that clearing or
     // evicting can never touch anything that was not the cache's.
-    for (const std::string& n : ListDir(dir_)) {
+    for (const std::string& n : root_.List()) {
       if (n.rfind(".ufspack-cache.", 0) == 0) continue;  // a racing creator
       return Status::IOError(
           dir_ +
@@ -311,21 +281,16 @@ Status Store::Init(uint64_t limit, uint64_t min_bytes) {
     EncodeFixed64(&hdr[kHdrLimit], limit != 0 ? limit : fs_avail / 2);
     EncodeFixed64(&hdr[kHdrCharged], kBaseCharge);
     EncodeFixed64(&hdr[kHdrCreated], static_cast<uint64_t>(::time(nullptr)));
-    const std::string tmp = dir_ + "/.ufspack-cache." + UniqueSuffix();
-    UFSPACK_RETURN_IF_ERROR(WriteNewFile(tmp, hdr));
-    // link(2) publishes it only if no other process did first.
-    if (::link(tmp.c_str(), header_path.c_str()) != 0 && errno != EEXIST) {
-      int e = errno;
-      ::unlink(tmp.c_str());
-      return Status::FromErrno(header_path, e);
-    }
-    ::unlink(tmp.c_str());
-    fd = ::open(header_path.c_str(), O_RDWR | O_CLOEXEC);
+    const std::string tmp = ".ufspack-cache." + UniqueSuffix();
+    UFSPACK_RETURN_IF_ERROR(root_.WriteNewFile(tmp, hdr));
+    // Published whole, and only if no other process published first.
+    bool existed = false;  // another process published first: fine
+    UFSPACK_RETURN_IF_ERROR(
+        root_.RenameNoReplace(tmp, kHeaderFileName, &existed));
+    hs = root_.OpenFile(kHeaderFileName, O_RDWR, &fd, &st, true);
   }
-  if (fd < 0) return Status::FromErrno(header_path, errno);
+  UFSPACK_RETURN_IF_ERROR(hs);
   header_fd_ = fd;
-  struct stat st;
-  if (::fstat(fd, &st) != 0) return Status::FromErrno(header_path, errno);
   if (static_cast<uint64_t>(st.st_size) != kHeaderSize) {
     return Status::Corruption(header_path + ": size: expected " +
                               std::to_string(kHeaderSize) + " bytes, found " +
@@ -356,19 +321,14 @@ Status Store::Init(uint64_t limit, uint64_t min_bytes) {
       ::mmap(nullptr, kHeaderSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (m == MAP_FAILED) return Status::FromErrno(header_path + ": mmap", errno);
   header_ = static_cast<char*>(m);
-  for (const char* sub : {"ns", "tmp", "sources", "locks"}) {
-    const std::string p = dir_ + "/" + sub;
-    if (::mkdir(p.c_str(), 0755) != 0 && errno != EEXIST) {
-      return Status::FromErrno(p, errno);
-    }
-  }
+  UFSPACK_RETURN_IF_ERROR(root_.OpenDir(kNs, true, &ns_));
+  UFSPACK_RETURN_IF_ERROR(root_.OpenDir(kTmp, true, &tmp_));
+  UFSPACK_RETURN_IF_ERROR(root_.OpenDir(kSources, true, &sources_));
+  UFSPACK_RETURN_IF_ERROR(root_.OpenDir(kLocks, true, &locks_));
   // Alone (no process holds the shared lock): repair what crashed
   // processes left.  Then hold the shared lock while attached.
   if (::flock(fd, LOCK_EX | LOCK_NB) == 0) Recount();
-  while (::flock(fd, LOCK_SH) != 0) {
-    if (errno != EINTR)
-      return Status::FromErrno(header_path + ": flock", errno);
-  }
+  UFSPACK_RETURN_IF_ERROR(LockWithin(fd, LOCK_SH, kLockWaitMs, header_path));
 
   if (limit != 0) word(kHdrLimit)->store(limit);
   const uint64_t configured = word(kHdrLimit)->load();
@@ -395,22 +355,24 @@ Status Store::Init(uint64_t limit, uint64_t min_bytes) {
 }
 
 void Store::Recount() {
-  for (const std::string& n : ListDir(dir_ + "/tmp")) {
-    RemoveTree(dir_ + "/tmp/" + n);
+  for (const std::string& n : tmp_.List()) {
+    if (IsTmpName(n)) tmp_.RemoveTree(n, kTableFiles);
   }
   uint64_t charged = kBaseCharge;
   uint64_t entries = 0;
-  for (const std::string& n : ListDir(dir_ + "/ns")) {
+  for (const std::string& n : ns_.List()) {
+    if (!IsHexName(n)) continue;  // not the cache's: never touched
+    SafeDir t;
+    if (!ns_.OpenDir(n, false, &t).ok()) continue;  // a link, or foreign
     char hdr[kSlotsHeaderSize];
-    const std::string t = dir_ + "/ns/" + n;
     if (!ReadSlotsHeader(t, hdr)) {
-      RemoveTree(t);  // not a complete table: cannot be served
+      ns_.RemoveTree(n, kTableFiles);  // incomplete: cannot be served
       continue;
     }
     charged += DecodeFixed64(hdr + kSlCharged);
     entries += DecodeFixed64(hdr + kSlEntries);
   }
-  charged += kBlock * ListDir(dir_ + "/sources").size();
+  charged += kBlock * sources_.List().size();
   word(kHdrCharged)->store(charged);
   word(kHdrCounters + 8 * kEntries)->store(entries);
 }
@@ -465,7 +427,13 @@ bool Store::Reserve(uint64_t n, const Table* keep) {
   return false;
 }
 
-void Store::Unreserve(uint64_t n) { word(kHdrCharged)->fetch_sub(n); }
+void Store::Unreserve(uint64_t n) {
+  // Saturating: `n` may come from a damaged table's slots header.
+  std::atomic<uint64_t>* charged = word(kHdrCharged);
+  uint64_t u = charged->load();
+  while (!charged->compare_exchange_weak(u, u > n ? u - n : 0)) {
+  }
+}
 
 uint64_t Store::EvictUnused(uint64_t need, const Table* keep) {
   struct Candidate {
@@ -474,13 +442,16 @@ uint64_t Store::EvictUnused(uint64_t need, const Table* keep) {
     int fd;
   };
   std::vector<Candidate> unused;
-  for (const std::string& n : ListDir(dir_ + "/ns")) {
-    const std::string t = dir_ + "/ns/" + n;
-    if (keep != nullptr && keep->dir() == t) continue;
-    int fd = ::open((t + "/key").c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
+  for (const std::string& n : ns_.List()) {
+    if (!IsHexName(n) || (keep != nullptr && keep->hex_ == n)) continue;
+    // Only the cache's own tables: a real directory of ours holding a
+    // regular `key` file (safe_dir.h).
+    SafeDir t;
+    if (!ns_.OpenDir(n, false, &t).ok()) continue;
+    int fd;
     struct stat st;
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0 || ::fstat(fd, &st) != 0) {
+    if (!t.OpenFile("key", O_RDONLY, &fd, &st).ok()) continue;
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       ::close(fd);  // in use
       continue;
     }
@@ -492,12 +463,13 @@ uint64_t Store::EvictUnused(uint64_t need, const Table* keep) {
   uint64_t freed = 0;
   for (const Candidate& c : unused) {
     if (freed < need) {
-      const std::string t = dir_ + "/ns/" + c.name;
+      SafeDir t;
       char hdr[kSlotsHeaderSize];
-      const bool valid = ReadSlotsHeader(t, hdr);
-      const std::string gone = dir_ + "/tmp/evict-" + UniqueSuffix();
-      if (::rename(t.c_str(), gone.c_str()) == 0) {
-        RemoveTree(gone);
+      const bool valid =
+          ns_.OpenDir(c.name, false, &t).ok() && ReadSlotsHeader(t, hdr);
+      const std::string gone = "evict-" + UniqueSuffix();
+      if (ns_.Rename(c.name, tmp_, gone).ok()) {
+        tmp_.RemoveTree(gone, kTableFiles);
         if (valid) {
           const uint64_t charged = DecodeFixed64(hdr + kSlCharged);
           Unreserve(charged);
@@ -517,178 +489,240 @@ Status Store::OpenTable(const std::string& name, uint64_t slot_count,
                         bool create, const Populate& populate,
                         std::unique_ptr<Table>* out) {
   const std::string hex = NameHex(name);
-  const std::string path = dir_ + "/ns/" + hex;
+  const std::string path = ns_.PathOf(hex);
   for (int attempt = 0; attempt < 4; ++attempt) {
     std::unique_ptr<Table> t(new Table());
     t->store_ = this;
     t->dir_ = path;
+    t->hex_ = hex;
     t->table_id_ = NameId(name);
-    t->key_fd_ = ::open((path + "/key").c_str(), O_RDWR | O_CLOEXEC);
-    if (t->key_fd_ >= 0) {
-      while (::flock(t->key_fd_, LOCK_SH) != 0 && errno == EINTR) {
-      }
-      // Evicted between open and flock?  Then it is no longer at `path`.
-      struct stat a, b;
-      if (::fstat(t->key_fd_, &a) != 0 ||
-          ::stat((path + "/key").c_str(), &b) != 0 || a.st_ino != b.st_ino ||
-          a.st_dev != b.st_dev) {
-        continue;
-      }
-      uint64_t count = 0;
-      struct stat st;
-      int sfd = -1;
-      Status valid = [&]() -> Status {
-        char buf[4096];
-        ssize_t n = ::pread(t->key_fd_, buf, sizeof(buf), 0);
-        if (n < 0 || std::string(buf, static_cast<size_t>(n)) != name) {
-          return Status::Corruption(path + "/key: expected table name '" +
-                                    EscapeBytes(name) + "'");
-        }
-        const std::string slots = path + "/slots";
-        sfd = ::open(slots.c_str(), O_RDWR | O_CLOEXEC);
-        if (sfd < 0)
-          return Status::Corruption(slots + ": " + std::strerror(errno));
-        char hdr[kSlotsHeaderSize];
-        if (::fstat(sfd, &st) != 0 || ::pread(sfd, hdr, sizeof(hdr), 0) !=
-                                          static_cast<ssize_t>(sizeof(hdr))) {
-          return Status::Corruption(slots + ": unreadable slots header");
-        }
-        count = DecodeFixed64(hdr + kSlCount);
-        if (std::memcmp(hdr, kSlotsMagic, 8) != 0 ||
-            DecodeFixed32(hdr + kSlVersion) != kCacheVersion ||
-            DecodeFixed64(hdr + kSlTableId) != t->table_id_ ||
-            count >
-                (static_cast<uint64_t>(st.st_size) - kSlotsHeaderSize) / 8 ||
-            static_cast<uint64_t>(st.st_size) != kSlotsHeaderSize + 8 * count ||
-            (slot_count != 0 && count != slot_count)) {
-          return Status::Corruption(slots + ": bad slots header (expected " +
-                                    std::to_string(slot_count) + " slots of " +
-                                    EscapeBytes(name) + ", found " +
-                                    std::to_string(count) + ")");
-        }
-        if (::access((path + "/log").c_str(), R_OK | W_OK) != 0) {
-          return Status::Corruption(path + "/log: " + std::strerror(errno));
-        }
+    Status opened = ns_.OpenDir(hex, false, &t->home_);
+    if (opened.ok()) {
+      Status valid = OpenTableFiles(name, slot_count, t.get());
+      if (valid.IsAborted()) continue;  // evicted between open and lock
+      if (valid.ok()) {
+        ::futimens(t->key_fd_, nullptr);  // least recently attached first
+        *out = std::move(t);
         return Status::OK();
-      }();
-      if (!valid.ok()) {
-        if (sfd >= 0) ::close(sfd);
-        // The cache is untrusted: a damaged table nobody else has open is
-        // discarded and made anew; one in use is left to its users.
-        if (::flock(t->key_fd_, LOCK_EX | LOCK_NB) != 0) return valid;
-        const std::string gone = dir_ + "/tmp/damaged-" + UniqueSuffix();
-        if (::rename(path.c_str(), gone.c_str()) != 0) return valid;
-        RemoveTree(gone);
-        Count(kDropped);
-        WarnOnce("damaged:" + path, "cache " + dir_ +
-                                        ": discarded a damaged table (" +
-                                        valid.ToString() + ")");
+      }
+      // Not damaged (out of descriptors or memory, a lock held too long):
+      // the table stays; this process reads from the source.
+      if (!valid.IsCorruption()) return valid;
+      // The cache is untrusted: a damaged table nobody has attached (no
+      // shared lock on a usable key) is discarded and made anew; one in
+      // use is left to its users.
+      if (t->key_fd_ >= 0 && ::flock(t->key_fd_, LOCK_EX | LOCK_NB) != 0) {
+        return valid;
+      }
+      // Still the directory that was checked (not a table made since
+      // under the same name)?
+      struct stat here, now;
+      if (::fstat(t->home_.fd(), &here) != 0 || !ns_.Lstat(hex, &now).ok() ||
+          here.st_ino != now.st_ino || here.st_dev != now.st_dev) {
         continue;
       }
-      const std::string slots = path + "/slots";
-      t->slot_count_ = count;
-      t->slots_bytes_ = static_cast<size_t>(st.st_size);
-      void* m = ::mmap(nullptr, t->slots_bytes_, PROT_READ | PROT_WRITE,
-                       MAP_SHARED, sfd, 0);
-      ::close(sfd);
-      if (m == MAP_FAILED) return Status::FromErrno(slots + ": mmap", errno);
-      t->slots_ = static_cast<char*>(m);
-      const std::string log = path + "/log";
-      t->log_fd_ = ::open(log.c_str(), O_RDWR | O_CLOEXEC);
-      if (t->log_fd_ < 0) return Status::FromErrno(log, errno);
-      ::futimens(t->key_fd_, nullptr);  // least recently attached goes first
-      *out = std::move(t);
-      return Status::OK();
+      char hdr[kSlotsHeaderSize];
+      const bool counted = ReadSlotsHeader(t->home_, hdr);
+      const std::string gone = "damaged-" + UniqueSuffix();
+      if (!ns_.Rename(hex, tmp_, gone).ok()) return valid;
+      tmp_.RemoveTree(gone, kTableFiles);
+      if (counted) {
+        // Its charge and entries leave with it (as on eviction).
+        Unreserve(DecodeFixed64(hdr + kSlCharged));
+        Count(kEntries, -static_cast<int64_t>(DecodeFixed64(hdr + kSlEntries)));
+      }
+      Count(kDropped);
+      WarnOnce("damaged:" + path, "cache " + dir_ +
+                                      ": discarded a damaged table (" +
+                                      valid.ToString() + ")");
+      continue;
     }
-    if (errno != ENOENT) return Status::FromErrno(path + "/key", errno);
+    if (!opened.IsNotFound()) {
+      // Something other than a table of ours stands at its name (a link,
+      // a file, another user's directory): not ours to remove.
+      return opened;
+    }
     if (!create)
       return Status::NotFound(path + ": no table " + EscapeBytes(name));
-
-    // Create: one process at a time per table (the others then open it).
-    const std::string lock_path = dir_ + "/locks/" + hex;
-    int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (lock_fd < 0) return Status::FromErrno(lock_path, errno);
-    while (::flock(lock_fd, LOCK_EX) != 0 && errno == EINTR) {
-    }
-    struct stat st;
-    if (::stat((path + "/key").c_str(), &st) == 0) {
-      ::close(lock_fd);
-      continue;  // created meanwhile
-    }
-    const std::string tmp = dir_ + "/tmp/new-" + UniqueSuffix();
-    uint64_t charge = 0;
-    Status s = [&]() -> Status {
-      if (::mkdir(tmp.c_str(), 0755) != 0) return Status::FromErrno(tmp, errno);
-      UFSPACK_RETURN_IF_ERROR(WriteNewFile(tmp + "/key", name));
-      UFSPACK_RETURN_IF_ERROR(WriteNewFile(tmp + "/log", ""));
-      const uint64_t slots_size = kSlotsHeaderSize + 8 * slot_count;
-      uint64_t extra = 0;
-      if (populate) UFSPACK_RETURN_IF_ERROR(populate(tmp, &extra));
-      // The directory, key, log's last partial block and the ns/ entry.
-      charge = 4 * kBlock + RoundUp(slots_size, kBlock) + extra;
-      if (!Reserve(charge, nullptr)) {
-        charge = 0;
-        return Status::IOError("cache " + dir_ + " is full (limit " +
-                               FormatBytes(limit_) + ")");
-      }
-      std::string hdr(kSlotsHeaderSize, '\0');
-      std::memcpy(&hdr[0], kSlotsMagic, 8);
-      EncodeFixed32(&hdr[kSlVersion], kCacheVersion);
-      EncodeFixed64(&hdr[kSlCount], slot_count);
-      EncodeFixed64(&hdr[kSlCharged], charge);
-      EncodeFixed64(&hdr[kSlTableId], NameId(name));
-      const std::string slots = tmp + "/slots";
-      UFSPACK_RETURN_IF_ERROR(WriteNewFile(slots, hdr));
-      int fd = ::open(slots.c_str(), O_RDWR | O_CLOEXEC);
-      if (fd < 0) return Status::FromErrno(slots, errno);
-      // The slot words are written through a shared mapping: allocate
-      // them now (ENOSPC here, never SIGBUS later on a full tmpfs).
-      int e = ::posix_fallocate(fd, 0, static_cast<off_t>(slots_size));
-      ::close(fd);
-      if (e != 0) return Status::FromErrno(slots + ": allocating", e);
-      if (::rename(tmp.c_str(), path.c_str()) != 0) {
-        return Status::FromErrno(path, errno);
-      }
-      return Status::OK();
-    }();
-    ::close(lock_fd);
-    if (!s.ok()) {
-      RemoveTree(tmp);
-      if (charge > 0) Unreserve(charge);
-      return s;
-    }
+    Status created = CreateTable(name, hex, slot_count, populate);
+    if (!created.ok()) return created;
   }
   return Status::IOError(path +
                          ": table keeps disappearing (evicted while "
                          "being opened?)");
 }
 
+Status Store::OpenTableFiles(const std::string& name, uint64_t slot_count,
+                             Table* t) {
+  const SafeDir& home = t->home_;
+  // Damaged-table errors are Corruption (the caller discards the table);
+  // Aborted: evicted meanwhile, try again.
+  Status s = home.OpenFile("key", O_RDWR, &t->key_fd_);
+  if (!s.ok()) {
+    // Missing, or something other than our file (no errno: a link, a
+    // FIFO, another user's): damaged.  Anything else (EMFILE, ENOMEM) is
+    // this process's trouble, not the table's.
+    if (s.IsNotFound() || s.errno_value() == 0) {
+      return Status::Corruption(s.message());
+    }
+    return s;
+  }
+  UFSPACK_RETURN_IF_ERROR(
+      LockWithin(t->key_fd_, LOCK_SH, kLockWaitMs, home.PathOf("key")));
+  // Evicted between the open and the lock?  Then the directory is no
+  // longer ns/<hex>, or its key no longer this file.
+  struct stat a, b, c, d;
+  if (::fstat(t->key_fd_, &a) != 0 || home.Lstat("key", &b).ok() == false ||
+      a.st_ino != b.st_ino || a.st_dev != b.st_dev ||
+      ::fstat(home.fd(), &c) != 0 || !ns_.Lstat(t->hex_, &d).ok() ||
+      c.st_ino != d.st_ino || c.st_dev != d.st_dev) {
+    return Status::Aborted(t->dir_ + ": evicted while being opened");
+  }
+  char buf[4096];
+  ssize_t n = ::pread(t->key_fd_, buf, sizeof(buf), 0);
+  if (n < 0 || std::string(buf, static_cast<size_t>(n)) != name) {
+    return Status::Corruption(t->dir_ + "/key: expected table name '" +
+                              EscapeBytes(name) + "'");
+  }
+  int sfd = -1;
+  struct stat st;
+  s = home.OpenFile("slots", O_RDWR, &sfd, &st);
+  if (!s.ok()) {
+    if (s.IsNotFound() || s.errno_value() == 0) {
+      return Status::Corruption(s.message());
+    }
+    return s;
+  }
+  const std::string slots = home.PathOf("slots");
+  char hdr[kSlotsHeaderSize];
+  if (::pread(sfd, hdr, sizeof(hdr), 0) != static_cast<ssize_t>(sizeof(hdr))) {
+    ::close(sfd);
+    return Status::Corruption(slots + ": unreadable slots header");
+  }
+  const uint64_t count = DecodeFixed64(hdr + kSlCount);
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (std::memcmp(hdr, kSlotsMagic, 8) != 0 ||
+      DecodeFixed32(hdr + kSlVersion) != kCacheVersion ||
+      DecodeFixed64(hdr + kSlTableId) != t->table_id_ ||
+      count > (size - kSlotsHeaderSize) / 8 ||
+      size != kSlotsHeaderSize + 8 * count ||
+      (slot_count != 0 && count != slot_count)) {
+    ::close(sfd);
+    return Status::Corruption(slots + ": bad slots header (expected " +
+                              std::to_string(slot_count) + " slots of " +
+                              EscapeBytes(name) + ", found " +
+                              std::to_string(count) + ")");
+  }
+  s = home.OpenFile("log", O_RDWR, &t->log_fd_);
+  if (!s.ok()) {
+    ::close(sfd);
+    if (s.IsNotFound() || s.errno_value() == 0) {
+      return Status::Corruption(s.message());
+    }
+    return s;
+  }
+  void* m = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE,
+                   MAP_SHARED, sfd, 0);
+  const int e = errno;
+  ::close(sfd);
+  if (m == MAP_FAILED) return Status::FromErrno(slots + ": mmap", e);
+  t->slot_count_ = count;
+  t->slots_bytes_ = static_cast<size_t>(size);
+  t->slots_ = static_cast<char*>(m);
+  return Status::OK();
+}
+
+Status Store::CreateTable(const std::string& name, const std::string& hex,
+                          uint64_t slot_count, const Populate& populate) {
+  // One process at a time per table (the others then open it).
+  int lock_fd = -1;
+  UFSPACK_RETURN_IF_ERROR(locks_.OpenFile(hex, O_RDONLY | O_CREAT, &lock_fd));
+  Status locked =
+      LockWithin(lock_fd, LOCK_EX, kCreateLockWaitMs, locks_.PathOf(hex));
+  if (!locked.ok()) {
+    ::close(lock_fd);
+    return locked;
+  }
+  struct stat st;
+  if (ns_.Lstat(hex, &st).ok()) {
+    ::close(lock_fd);
+    return Status::OK();  // created meanwhile
+  }
+  const std::string tmp = "new-" + UniqueSuffix();
+  uint64_t charge = 0;
+  Status s = [&]() -> Status {
+    if (::mkdirat(tmp_.fd(), tmp.c_str(), 0755) != 0) {
+      return Status::FromErrno(tmp_.PathOf(tmp), errno);
+    }
+    SafeDir dir;
+    UFSPACK_RETURN_IF_ERROR(tmp_.OpenDir(tmp, false, &dir));
+    UFSPACK_RETURN_IF_ERROR(dir.WriteNewFile("key", name));
+    UFSPACK_RETURN_IF_ERROR(dir.WriteNewFile("log", ""));
+    const uint64_t slots_size = kSlotsHeaderSize + 8 * slot_count;
+    uint64_t extra = 0;
+    if (populate) UFSPACK_RETURN_IF_ERROR(populate(dir, &extra));
+    // The directory, key, log's last partial block and the ns/ entry.
+    charge = 4 * kBlock + RoundUp(slots_size, kBlock) + extra;
+    if (!Reserve(charge, nullptr)) {
+      charge = 0;
+      return Status::IOError("cache " + dir_ + " is full (limit " +
+                             FormatBytes(limit_) + ")");
+    }
+    std::string hdr(kSlotsHeaderSize, '\0');
+    std::memcpy(&hdr[0], kSlotsMagic, 8);
+    EncodeFixed32(&hdr[kSlVersion], kCacheVersion);
+    EncodeFixed64(&hdr[kSlCount], slot_count);
+    EncodeFixed64(&hdr[kSlCharged], charge);
+    EncodeFixed64(&hdr[kSlTableId], NameId(name));
+    UFSPACK_RETURN_IF_ERROR(dir.WriteNewFile("slots", hdr));
+    int fd;
+    UFSPACK_RETURN_IF_ERROR(dir.OpenFile("slots", O_RDWR, &fd));
+    // The slot words are written through a shared mapping: allocate
+    // them now (ENOSPC here, never SIGBUS later on a full tmpfs).
+    int e = ::posix_fallocate(fd, 0, static_cast<off_t>(slots_size));
+    ::close(fd);
+    if (e != 0) return Status::FromErrno(dir.PathOf("slots") + ": allocating", e);
+    return tmp_.Rename(tmp, ns_, hex);
+  }();
+  ::close(lock_fd);
+  if (!s.ok()) {
+    tmp_.RemoveTree(tmp, kTableFiles);
+    if (charge > 0) Unreserve(charge);
+  }
+  return s;
+}
+
 void Store::RememberSource(const std::string& source,
                            const std::string& pack_hex) {
-  const std::string path = dir_ + "/sources/" + NameHex(source);
+  const std::string hex = NameHex(source);
   const std::string contents = pack_hex + "\n" + source + "\n";
   std::string old;
-  const bool existed = ReadWholeFile(path, &old).ok();
+  const bool existed = sources_.ReadFile(hex, 1 << 20, &old).ok();
   if (existed && old == contents) return;
+  struct stat st;
+  // Something else at its name (a link, a FIFO, a directory) is left.
+  if (!existed && sources_.Lstat(hex, &st).ok()) return;
   if (!existed && !Reserve(kBlock, nullptr)) return;
-  const std::string tmp = dir_ + "/tmp/src-" + UniqueSuffix();
-  if (!WriteNewFile(tmp, contents).ok() ||
-      ::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
+  const std::string tmp = "src-" + UniqueSuffix();
+  if (!tmp_.WriteNewFile(tmp, contents).ok() ||
+      !tmp_.Rename(tmp, sources_, hex).ok()) {
+    tmp_.RemoveTree(tmp, {});
     if (!existed) Unreserve(kBlock);
   }
 }
 
 Status Store::LookupSource(const std::string& source,
                            std::string* pack_hex) const {
-  const std::string path = dir_ + "/sources/" + NameHex(source);
+  const std::string hex = NameHex(source);
   std::string contents;
-  Status s = ReadWholeFile(path, &contents);
-  if (!s.ok())
+  Status s = sources_.ReadFile(hex, 1 << 20, &contents);
+  if (s.IsNotFound()) {
     return Status::NotFound(source + ": never opened through " + dir_);
+  }
+  if (!s.ok()) return s;
   const size_t nl = contents.find('\n');
   if (nl != 32 || contents.substr(33) != source + "\n") {
-    return Status::Corruption(path + ": damaged source record");
+    return Status::Corruption(sources_.PathOf(hex) + ": damaged source record");
   }
   *pack_hex = contents.substr(0, 32);
   return Status::OK();
@@ -716,8 +750,8 @@ CacheTierStats Store::Stats() const {
   st.dir = dir_;
   st.limit = limit_;
   st.charged_bytes = word(kHdrCharged)->load();
-  st.disk_bytes = DiskUsage(dir_);
-  st.tables = ListDir(dir_ + "/ns").size();
+  st.disk_bytes = root_.DiskBytes();
+  st.tables = ns_.List().size();
   uint64_t c[kCounterCount];
   for (int i = 0; i < kCounterCount; ++i) {
     c[i] = word(kHdrCounters + 8 * i)->load(std::memory_order_relaxed);
@@ -734,9 +768,15 @@ CacheTierStats Store::Stats() const {
 }
 
 Status Store::StatDir(const std::string& dir, CacheTierStats* stats) {
-  const std::string header_path = dir + "/" + kHeaderFileName;
+  SafeDir root;
+  Status s = SafeDir::OpenRoot(dir, false, &root);
+  if (s.IsNotFound()) {
+    return Status::NotFound(dir + ": no such cache directory");
+  }
+  UFSPACK_RETURN_IF_ERROR(s);
+  const std::string header_path = root.PathOf(kHeaderFileName);
   std::string hdr;
-  Status s = ReadWholeFile(header_path, &hdr, kHeaderSize);
+  s = root.ReadFile(kHeaderFileName, kHeaderSize, &hdr);
   if (!s.ok()) {
     if (s.IsNotFound()) {
       return Status::NotFound(dir + ": not a ufspack cache directory (no " +
@@ -753,11 +793,14 @@ Status Store::StatDir(const std::string& dir, CacheTierStats* stats) {
         header_path + ": unsupported cache version " +
         std::to_string(DecodeFixed32(hdr.data() + kHdrVersion)));
   }
+  SafeDir ns;
+  s = root.OpenDir(kNs, false, &ns);
+  if (!s.ok() && !s.IsNotFound()) return s;
   stats->dir = dir;
   stats->limit = DecodeFixed64(hdr.data() + kHdrLimit);
   stats->charged_bytes = DecodeFixed64(hdr.data() + kHdrCharged);
-  stats->disk_bytes = DiskUsage(dir);
-  stats->tables = ListDir(dir + "/ns").size();
+  stats->disk_bytes = root.DiskBytes();
+  stats->tables = s.ok() ? ns.List().size() : 0;
   auto c = [&](int i) {
     return DecodeFixed64(hdr.data() + kHdrCounters + 8 * i);
   };
@@ -780,18 +823,20 @@ Status Store::ClearDir(const std::string& dir, uint64_t* kept) {
   s->EvictUnused(UINT64_MAX, nullptr);
   // Alone?  Then the counters start again too.
   if (::flock(s->header_fd_, LOCK_EX | LOCK_NB) == 0) {
-    for (const std::string& n : ListDir(dir + "/sources")) {
-      ::unlink((dir + "/sources/" + n).c_str());
+    // Only the cache's own files: anything else (a link, a directory,
+    // another user's file) is left where it is.
+    for (const std::string& n : s->sources_.List()) {
+      if (IsHexName(n)) (void)s->sources_.Unlink(n);
     }
-    for (const std::string& n : ListDir(dir + "/locks")) {
-      ::unlink((dir + "/locks/" + n).c_str());
+    for (const std::string& n : s->locks_.List()) {
+      if (IsHexName(n)) (void)s->locks_.Unlink(n);
     }
     for (int i = 0; i < kCounterCount; ++i) {
       s->word(kHdrCounters + 8 * i)->store(0);
     }
     s->Recount();
   }
-  *kept = ListDir(dir + "/ns").size();
+  *kept = s->ns_.List().size();
   return Status::OK();
 }
 

@@ -17,6 +17,7 @@
 #ifndef UFSPACK_CACHE_STORE_H_
 #define UFSPACK_CACHE_STORE_H_
 
+#include <fcntl.h>
 #include <sys/uio.h>
 
 #include <atomic>
@@ -28,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "safe_dir.h"
 #include "ufspack/cache.h"
 #include "ufspack/status.h"
 
@@ -60,6 +62,11 @@ inline constexpr uint64_t kBlock = 4096;
 inline constexpr uint64_t kBaseCharge = 8 * kBlock;
 
 class Table;
+
+// Names this process gives what it makes in tmp/ (Recount removes only
+// these, and only when they are the cache's own).
+inline constexpr const char* kTmpPrefixes[] = {"new-", "evict-", "damaged-",
+                                               "src-"};
 
 // Writes all of `iov` at `offset` of `fd` (pwritev, retrying EINTR and
 // short writes).
@@ -94,10 +101,12 @@ class Store {
 
   // Opens table `name` with `slot_count` slots.  When absent and `create`,
   // creates it, first letting `populate(tmp_dir)` add files (the index
-  // copy); NotFound when absent and !create; ResourceExhausted-like
-  // Aborted when the tier has no room for it.
+  // copy) and set the bytes they are charged; NotFound when absent and
+  // !create; IOError when the tier has no room for it, or when what stands
+  // at its name is not a table of the cache's (a link, another user's
+  // directory: left in place, never used).
   using Populate =
-      std::function<Status(const std::string& tmp_dir, uint64_t* charged)>;
+      std::function<Status(const SafeDir& tmp_dir, uint64_t* charged)>;
   Status OpenTable(const std::string& name, uint64_t slot_count, bool create,
                    const Populate& populate, std::unique_ptr<Table>* out);
 
@@ -125,12 +134,23 @@ class Store {
   // With the exclusive lock: recomputes the charged bytes and entries from
   // the tables, removes tmp/ leftovers.
   void Recount();
+  // Opens and checks the files of the table whose directory t->home_ is:
+  // Corruption when damaged, Aborted when it was evicted meanwhile.
+  Status OpenTableFiles(const std::string& name, uint64_t slot_count,
+                        Table* t);
+  // Creates table `name` (its directory ns/<hex>) under its lock; OK also
+  // when another process created it first.
+  Status CreateTable(const std::string& name, const std::string& hex,
+                     uint64_t slot_count, const Populate& populate);
   // Evicts unused tables, least recently attached first, until `need`
   // bytes are free or none is left.  Returns the bytes freed.
   uint64_t EvictUnused(uint64_t need, const Table* keep);
   std::atomic<uint64_t>* word(uint64_t offset) const;
 
   std::string dir_;
+  // The directory and its four subdirectories, opened once without
+  // following links (safe_dir.h); every name below is reached from these.
+  SafeDir root_, ns_, tmp_, sources_, locks_;
   WarnFn warn_;
   int header_fd_ = -1;  // flock(LOCK_SH) while attached
   char* header_ = nullptr;
@@ -155,6 +175,11 @@ class Table {
   const std::string& dir() const { return dir_; }
   uint64_t slot_count() const { return slot_count_; }
   Store* store() const { return store_; }
+  // Opens the table's file `name` (e.g. the index copy) read-only, as
+  // SafeDir::OpenFile does.
+  Status OpenFile(const std::string& name, int* fd) const {
+    return home_.OpenFile(name, O_RDONLY, fd);
+  }
   bool Contains(uint64_t slot) const;
   // Raw records: exactly `length` bytes whose XXH3-64 is `checksum`.
   bool Lookup(uint64_t slot, uint64_t length, uint64_t checksum, char* dst);
@@ -197,7 +222,9 @@ class Table {
   bool Publish(uint64_t slot, uint64_t offset, uint64_t length);
 
   Store* store_ = nullptr;
-  std::string dir_;
+  std::string dir_;  // for messages
+  std::string hex_;  // its name in ns/
+  SafeDir home_;     // ns/<hex>, open
   uint64_t slot_count_ = 0;
   uint64_t table_id_ = 0;
   int key_fd_ = -1;  // flock(LOCK_SH): the table is in use

@@ -144,7 +144,14 @@ Status OpenCache(const std::string& dir, ReaderOptions* options) {
   CacheOptions co;
   co.dir = dir;
   std::shared_ptr<Cache> cache;
-  UFSPACK_RETURN_IF_ERROR(Cache::Open(co, &cache));
+  Status s = Cache::Open(co, &cache);
+  if (!s.ok()) {
+    std::fprintf(stderr,
+                 "ufspack: warning: cache %s not used (%s); reading from the "
+                 "source\n",
+                 dir.c_str(), s.ToString().c_str());
+    return Status::OK();
+  }
   options->cache = std::move(cache);
   return Status::OK();
 }

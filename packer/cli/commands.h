@@ -95,8 +95,10 @@ int CompressOption(const std::string& cmd, const std::string& text,
 int OpenPack(const std::string& path, const ReaderOptions& options,
              std::unique_ptr<Reader>* reader);
 // Opens the node-local cache `dir` (--cache) with the limit it has, and
-// sets options->cache.  A failure is exit status 1, whatever the Status
-// (a damaged cache directory is not a damaged pack).
+// sets options->cache.  A cache that cannot be opened (damaged or tampered
+// with, unreadable, read-only, not a cache, on a full disk) is reported
+// with one warning on stderr and not used: the records are read from the
+// source (docs/cache.md: a cache never fails a read).  Always OK.
 Status OpenCache(const std::string& dir, ReaderOptions* options);
 // One tier's figures as a JSON object (cache stat --json, warmup --json).
 std::string CacheTierJson(const CacheTierStats& stats);

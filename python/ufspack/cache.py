@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import multiprocessing.util
 import os
+import sys
 import threading
 from typing import Any, Dict, List, Optional, Tuple, TypedDict, Union
 
@@ -106,7 +107,13 @@ class Cache:
     """
 
     def __init__(
-        self, dir: PathLike, limit: int = 0, ram_dir: Optional[PathLike] = None, ram_limit: int = 0
+        self,
+        dir: PathLike,
+        limit: int = 0,
+        ram_dir: Optional[PathLike] = None,
+        ram_limit: int = 0,
+        *,
+        _open_now: bool = True,
     ) -> None:
         self.dir = os.path.abspath(os.fsdecode(os.fspath(dir)))
         self.ram_dir: Optional[str] = None if not ram_dir else os.path.abspath(os.fsdecode(os.fspath(ram_dir)))
@@ -115,7 +122,8 @@ class Cache:
                 raise ValueError(f"Cache: {name} must be a byte count >= 0, not {value!r}")
         self.limit = limit
         self.ram_limit = ram_limit
-        self._native()  # open now: a bad directory raises here
+        if _open_now:
+            self._native()  # open now: a bad directory raises here
 
     def _key(self) -> _Key:
         ram = os.fsencode(self.ram_dir) if self.ram_dir else b""
@@ -124,6 +132,18 @@ class Cache:
     def _native(self) -> _core.Cache:
         """This process's native cache (opened on first use in each process)."""
         return _native_for(self._key())
+
+    def _native_or_none(self) -> Optional[_core.Cache]:
+        """This process's native cache for reading through, or None: a cache
+        that cannot be opened (damaged or tampered with, unreadable,
+        read-only, not a cache directory, on a full disk) is reported once
+        per process on stderr and reads go to the source.  A cache never
+        fails a read."""
+        try:
+            return self._native()
+        except (OSError, ValueError) as e:
+            warn_once(self.dir, f"cache {self.dir} not used ({e}); reading from the source")
+            return None
 
     def stats(self) -> List[CacheTierStats]:
         """The figures of each tier in use, RAM tier first: limit, bytes,
@@ -163,6 +183,20 @@ class Cache:
 CacheArg = Union[None, bool, str, "os.PathLike[str]", Cache]
 
 
+_warned: Dict[Tuple[int, str], bool] = {}
+
+
+def warn_once(key: str, message: str) -> None:
+    """Prints ``ufspack: warning: <message>`` on stderr once per process and
+    key, as the C++ library warns."""
+    k = (os.getpid(), key)
+    with _natives_lock:
+        if k in _warned:
+            return
+        _warned[k] = True
+    print(f"ufspack: warning: {message}", file=sys.stderr, flush=True)
+
+
 def resolve_cache(cache: Any) -> Optional[Cache]:
     """``cache=`` as Pack and MyImageFolder take it: a Cache, a directory,
     None (the ``UFSPACK_CACHE`` environment variable if set, else no cache)
@@ -173,14 +207,12 @@ def resolve_cache(cache: Any) -> Optional[Cache]:
         env = os.environ.get(ENV_VAR)
         if not env:
             return None
-        try:
-            return Cache(env)
-        except OSError as e:
-            raise type(e)(f"{ENV_VAR}={env}: {e}") from e
+        # Opened on first use: one that cannot be is reported, not raised.
+        return Cache(env, _open_now=False)
     if isinstance(cache, Cache):
         return cache
     if isinstance(cache, (str, bytes, os.PathLike)):
-        return Cache(cache)
+        return Cache(cache, _open_now=False)
     raise TypeError(
         f"cache must be a ufspack.Cache, a directory path, None (use ${ENV_VAR}) or False, not {cache!r}"
     )

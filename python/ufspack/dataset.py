@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator, List, Literal, Optional, Tuple
 import numpy as np
 
 from ufspack import _core
+from ufspack import cache as _cache
 from ufspack import decoded as _decoded
 from ufspack import fast_transforms as _ft
 from ufspack.cache import Cache, CacheArg
@@ -790,19 +791,31 @@ class MyImageFolder(_Base):
         d = self._decoded_plan()
         return d if d is not None and d.name is not None else None
 
-    def _decoded_table(self, d: _decoded.DecodedPlan) -> _core.SampleTable:
+    def _decoded_table(self, d: _decoded.DecodedPlan) -> Optional[_core.SampleTable]:
         """This process's handle on the sample table of ``d`` (opened on
-        first use in each process)."""
+        first use in each process); None when the cache cannot be used (it
+        was reported once: samples are then decoded every time)."""
         assert d.name is not None and self.cache is not None
         pid = os.getpid()
         got = self._dtables.get(d.name)
         if got is None or got[0] != pid:
-            got = (pid, self.cache._native().open_sample_table(d.name, len(self._pack)))
+            table = None
+            native = self.cache._native_or_none()
+            if native is not None:
+                try:
+                    table = native.open_sample_table(d.name, len(self._pack))
+                except (OSError, ValueError) as e:
+                    _cache.warn_once(
+                        f"{self.cache.dir}:{d.name!r}",
+                        f"cache {self.cache.dir}: decoded samples not cached ({e})",
+                    )
+            got = (pid, table)
             self._dtables[d.name] = got
         return got[1]
 
     def _decoded_get(self, d: _decoded.DecodedPlan, rec: int) -> Optional[np.ndarray]:
-        data = self._decoded_table(d).get(rec)
+        table = self._decoded_table(d)
+        data = None if table is None else table.get(rec)
         return None if data is None else _decoded.decode_pixels(data)
 
     def _decoded_put(self, d: _decoded.DecodedPlan, rec: int, sample: Any) -> None:
@@ -816,9 +829,12 @@ class MyImageFolder(_Base):
             arr = np.asarray(sample)
         else:
             return
+        table = self._decoded_table(d)
+        if table is None:
+            return
         data = _decoded.encode_pixels(arr)
         if data is not None:
-            self._decoded_table(d).put(rec, data)
+            table.put(rec, data)
 
     def _fast_samples_cached(
         self, d: _decoded.DecodedPlan, reader: _core.Reader, recs: List[int], threads: int

@@ -70,7 +70,7 @@ class _Handle:
             raise ValueError(f"I/O operation on a closed pack ({os.fsdecode(self.path)})")
         pid = os.getpid()
         if self._reader is None or self._pid != pid:
-            native = None if self.cache is None else self.cache._native()
+            native = None if self.cache is None else self.cache._native_or_none()
             self._reader = _core.Reader(self.path, self.verify, native)
             self._pid = pid
         return self._reader

@@ -198,28 +198,33 @@ std::unique_ptr<RandomAccessFile> NewMemoryRandomAccessFile(
                                                   std::move(contents));
 }
 
-Status MapFile(const std::string& path, std::unique_ptr<Region>* result) {
-  int fd;
+Status MapFd(int fd, const std::string& name,
+             std::unique_ptr<Region>* result) {
   struct stat st;
-  UFSPACK_RETURN_IF_ERROR(OpenRegularFile(path, &fd, &st));
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (size > SIZE_MAX) {
-    ::close(fd);
-    return Status::NotSupported(path + ": too large to map");
+  if (::fstat(fd, &st) != 0) return Status::FromErrno(name + ": fstat", errno);
+  if (!S_ISREG(st.st_mode)) {
+    return Status::InvalidArgument(name + ": not a regular file (" +
+                                   FileTypeName(st.st_mode) + ")");
   }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size > SIZE_MAX) return Status::NotSupported(name + ": too large to map");
   void* base = nullptr;
   if (size > 0) {
     base = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_SHARED, fd,
                   0);
-    if (base == MAP_FAILED) {
-      int e = errno;
-      ::close(fd);
-      return Status::FromErrno(path + ": mmap", e);
-    }
+    if (base == MAP_FAILED) return Status::FromErrno(name + ": mmap", errno);
   }
-  ::close(fd);
-  result->reset(new MmapRegion(path, base, static_cast<size_t>(size)));
+  result->reset(new MmapRegion(name, base, static_cast<size_t>(size)));
   return Status::OK();
+}
+
+Status MapFile(const std::string& path, std::unique_ptr<Region>* result) {
+  int fd;
+  struct stat st;
+  UFSPACK_RETURN_IF_ERROR(OpenRegularFile(path, &fd, &st));
+  Status s = MapFd(fd, path, result);
+  ::close(fd);
+  return s;
 }
 
 std::unique_ptr<Region> NewMemoryRegion(std::string name,

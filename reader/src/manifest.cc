@@ -353,12 +353,16 @@ Status DecodeManifest(std::string_view bytes, const std::string& name,
   }
   for (size_t k = 0; k < runs.size(); ++k) {
     std::sort(runs[k].begin(), runs[k].end());
+    // Sorted, the runs must tile [0, record_count): each starts where the
+    // previous one ended (a duplicated or overlapping run does not).
     uint64_t covered = 0;
+    size_t tiled = 0;
     for (const auto& [first, count] : runs[k]) {
       if (first != covered) break;
       covered += count;
+      ++tiled;
     }
-    if (covered != m->parts[k].record_count) {
+    if (tiled != runs[k].size() || covered != m->parts[k].record_count) {
       return Status::Corruption(name + ": part " + std::to_string(k) +
                                 ": the segments cover its " +
                                 std::to_string(m->parts[k].record_count) +

@@ -184,7 +184,7 @@ Status Reader::OpenCached(const std::string& path, const ReaderOptions& options,
   Status attached = options.cache->AttachPack(index_path, data_path, &pack);
   if (!attached.ok()) return s.ok() ? attached : s;
   std::unique_ptr<Region> index;
-  UFSPACK_RETURN_IF_ERROR(LoadFile(pack->index_path(), &index));
+  UFSPACK_RETURN_IF_ERROR(pack->MapIndex(&index));
   std::unique_ptr<RandomAccessFile> data;
   const bool offline = !pack->source_status().ok();
   if (!offline) {
@@ -1404,5 +1404,10 @@ Status Reader::CheckIndex() const {
 
 namespace ufspack {
 PackCache::~PackCache() = default;
+
+Status PackCache::MapIndex(std::unique_ptr<Region>* index) const {
+  return LoadFile(index_path(), index);
+}
+
 RecordCache::~RecordCache() = default;
 }  // namespace ufspack

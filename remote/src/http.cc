@@ -289,6 +289,15 @@ void Classify(Active* a, CURLcode rc) {
     std::string what = curl_easy_strerror(rc);
     if (a->errbuf[0] != '\0') what += " (" + std::string(a->errbuf) + ")";
     t->retryable = RetryableCurl(rc);
+    if (rc == CURLE_OUT_OF_MEMORY) {
+      // libcurl holds each response header line in a buffer capped at
+      // 100 KiB and reports a longer one as out of memory, saying nothing
+      // else: name the likely cause instead of blaming this machine.
+      what =
+          "the response header is too large (libcurl refuses a header line "
+          "over 100 KiB and reports it as \"" +
+          what + "\"); the server sent an oversized or malformed header";
+    }
     if (rc == CURLE_PEER_FAILED_VERIFICATION) {
       what +=
           "; the server's certificate is not trusted (a CA file can be "

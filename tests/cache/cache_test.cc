@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -638,6 +639,55 @@ TEST(CacheTest, NonEmptyDirectoryThatIsNotACacheIsRefused) {
   uint64_t kept = 0;
   EXPECT_FALSE(Cache::Clear(tmp / "home", &kept).ok());
   EXPECT_EQ(test::ReadFile(tmp / "home/notes.txt"), "precious");
+}
+
+// docs/cli.md: the directory is created if missing, also as a relative
+// path of one component (its free space is that of the working directory).
+TEST(CacheTest, ARelativeNewDirectoryIsCreated) {
+  test::TempDir tmp;
+  char cwd[4096];
+  ASSERT_NE(::getcwd(cwd, sizeof(cwd)), nullptr);
+  ASSERT_EQ(::chdir(tmp.path().c_str()), 0);
+  Status s;
+  for (const char* dir : {"newcache", "new/nested/cache"}) {
+    CacheOptions o;
+    o.dir = dir;
+    std::shared_ptr<Cache> c;
+    s = Cache::Open(o, &c);
+    if (!s.ok()) break;
+  }
+  ASSERT_EQ(::chdir(cwd), 0);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(test::Exists(tmp / "newcache/ufspack-cache"));
+  EXPECT_TRUE(test::Exists(tmp / "new/nested/cache/ufspack-cache"));
+}
+
+// Anyone who can open a cache file can flock it.  A lock held for long
+// (here: the header's, exclusively, as a stuck or hostile process would)
+// makes the cache unusable for a while, never hangs the opener.
+TEST(CacheTest, ALockHeldForeverDoesNotHangTheOpener) {
+  test::TempDir tmp;
+  CacheOptions o;
+  o.dir = tmp / "cache";
+  {
+    std::shared_ptr<Cache> c;
+    ASSERT_TRUE(Cache::Open(o, &c).ok());
+  }
+  const int fd = ::open((tmp / "cache/ufspack-cache").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::shared_ptr<Cache> c;
+  Status s = Cache::Open(o, &c);
+  const double waited = std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - t0)
+                            .count();
+  ::close(fd);
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_TRUE(test::Contains(s, "ufspack-cache: locked by another process"))
+      << s.ToString();
+  EXPECT_LT(waited, 60.0);  // bounded (10 s), not a speed assertion
+  ASSERT_TRUE(Cache::Open(o, &c).ok());
 }
 
 TEST(CacheTest, SampleTablesAreKeyedByName) {

@@ -488,6 +488,52 @@ TEST(MergeTest, DamagedManifestIsCorruption) {
   EXPECT_TRUE(Reader::Open(dir / "m", {}, &r).ok());
 }
 
+// docs/format.md: the segments MUST cover each part's records exactly
+// once.  A manifest whose checksums are right but which repeats a run (or
+// overlaps two) is refused at open, not served with duplicated samples.
+TEST(MergeTest, DuplicatedOrOverlappingSegmentsAreRefused) {
+  ManifestContents c;
+  ManifestContents::Part part;
+  part.pack_id = PackId::Of("p", 1);
+  part.record_count = 3;
+  part.path = "p0";
+  c.parts.push_back(part);
+  c.classes.push_back({"a", 0, 0});
+  struct Case {
+    const char* what;
+    std::vector<SegmentEntry> segments;
+    bool ok;
+  };
+  const std::vector<Case> cases = {
+      {"one run", {{0, 0, 3}}, true},
+      {"two runs out of order", {{0, 2, 1}, {0, 0, 2}}, true},
+      {"an exact duplicate", {{0, 0, 3}, {0, 0, 3}}, false},
+      {"a duplicated middle run", {{0, 0, 1}, {0, 1, 1}, {0, 1, 1}, {0, 2, 1}},
+       false},
+      {"overlapping runs", {{0, 0, 2}, {0, 1, 2}}, false},
+      {"a gap", {{0, 0, 1}, {0, 2, 1}}, false},
+  };
+  for (const Case& k : cases) {
+    c.segments = k.segments;
+    uint64_t total = 0;
+    for (const SegmentEntry& g : k.segments) total += g.count;
+    c.classes[0].record_count = total;
+    std::string bytes;
+    PackId id;
+    EncodeManifest(c, &bytes, &id);
+    Manifest m;
+    Status s = DecodeManifest(bytes, "m/manifest.ufs", &m);
+    if (k.ok) {
+      EXPECT_TRUE(s.ok()) << k.what << ": " << s.ToString();
+    } else {
+      EXPECT_TRUE(s.IsCorruption()) << k.what << ": " << s.ToString();
+      EXPECT_TRUE(Contains(s, "m/manifest.ufs: part 0: the segments cover its "
+                              "3 records not exactly once"))
+          << k.what << ": " << s.ToString();
+    }
+  }
+}
+
 TEST(MergeTest, DirectoriesKeepOneKindOfPack) {
   TempDir dir;
   MakeTree(dir / "src", 2, 4, 7);

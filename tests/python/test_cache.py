@@ -439,3 +439,155 @@ def test_kill_9_while_filling_leaves_no_wrong_bytes(tmp_path, big_records):
     after = tier(cache)
     assert after["hits"] - before["hits"] == len(want)
     assert after["misses"] == before["misses"] and after["dropped"] == before["dropped"]
+
+
+# --- A hostile or damaged cache directory (docs/cache.md, "Trust") ----------
+
+
+def snapshot(root):
+    """{path: kind and bytes} of everything below root, links not followed."""
+    out = {}
+    for dirpath, dirs, files in os.walk(root):
+        for n in dirs + files:
+            p = os.path.join(dirpath, n)
+            if os.path.islink(p):
+                out[p] = "link:" + os.readlink(p)
+            elif os.path.isdir(p):
+                out[p] = "dir"
+            else:
+                with open(p, "rb") as f:
+                    out[p] = f.read()
+    return out
+
+
+def warmed_cache(tmp_path, pack):
+    d = str(tmp_path / "cache")
+    with ufspack.Pack(pack, cache=d) as p:
+        for i in range(len(p)):
+            p.read(i)
+    # This process holds the directory open (through descriptors, which a
+    # plant made afterwards cannot redirect): open it anew, as a new job does.
+    cache_module._natives.clear()
+    return d
+
+
+def outside(tmp_path):
+    out = tmp_path / "out"
+    write(str(out / "a.txt"), b"hello")
+    write(str(out / "sub" / "b.txt"), b"world")
+    return str(out)
+
+
+def table_of(cache_dir):
+    (name,) = os.listdir(os.path.join(cache_dir, "ns"))
+    return os.path.join(cache_dir, "ns", name)
+
+
+def replace_with_link(path, target):
+    if os.path.isdir(path) and not os.path.islink(path):
+        import shutil
+
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
+    os.symlink(target, path)
+
+
+@pytest.mark.parametrize(
+    "plant",
+    ["tmp", "ns", "sources", "locks", "ufspack-cache", "log", "table"],
+)
+def test_planted_links_never_reach_outside(tmp_path, small_pack, small_tree, capfd, plant):
+    """A link planted in a cache directory is never followed: Pack and
+    MyImageFolder read the right bytes (from the source when the cache cannot
+    be used, with one warning), clear deletes nothing outside, and the
+    outside directory is unchanged."""
+    d = warmed_cache(tmp_path, small_pack)
+    out = outside(tmp_path)
+    path = {"log": os.path.join(table_of(d), "log"), "table": table_of(d)}.get(plant, os.path.join(d, plant))
+    replace_with_link(path, os.path.join(out, "a.txt") if plant in ("ufspack-cache", "log") else out)
+    before = snapshot(out)
+    want = expected_list(small_pack, tree_bytes(small_tree))
+    with ufspack.Pack(small_pack, cache=d) as p:
+        assert [p.read(i) for i in range(len(p))] == want
+    ds = ufspack.MyImageFolder(small_pack, cache=d, output="bytes")
+    assert [ds[i][0] for i in range(len(ds))] == want
+    assert ufspack.Pack(small_pack, cache=d).read(0) == want[0]
+    try:
+        ufspack.Cache.clear(d)
+    except OSError as e:
+        assert d in str(e)
+    assert snapshot(out) == before
+    err = capfd.readouterr().err
+    if plant in ("tmp", "ns", "sources", "locks", "ufspack-cache"):
+        # The cache could not be opened: said once, naming the path.
+        assert err.count(f"ufspack: warning: cache {d} not used") == 1, err
+        assert os.path.join(d, plant) in err
+
+
+FIFO_CHILD = """
+import sys, ufspack
+pack, cache = sys.argv[1], sys.argv[2]
+p = ufspack.Pack(pack, cache=cache)
+print(sum(len(p.read(i)) for i in range(len(p))))
+try:
+    ufspack.Cache.stat(cache)
+    ufspack.Cache.clear(cache)
+except OSError as e:
+    print("error:", e)
+"""
+
+
+@pytest.mark.parametrize("where", ["ufspack-cache", "slots", "log", "index.ufs", "source"])
+def test_fifos_in_the_cache_never_block(tmp_path, small_pack, where):
+    """A FIFO where the cache expects a file is refused without blocking
+    (opened O_NONBLOCK, checked with fstat): reads, stat and clear return."""
+    d = warmed_cache(tmp_path, small_pack)
+    if where == "ufspack-cache":
+        path = os.path.join(d, where)
+    elif where == "source":
+        (name,) = os.listdir(os.path.join(d, "sources"))
+        path = os.path.join(d, "sources", name)
+    else:
+        path = os.path.join(table_of(d), where)
+    os.unlink(path)
+    os.mkfifo(path)
+    total = sum(len(b) for b in expected_list(small_pack, {n: b for n, b in _names_bytes(small_pack)}))
+    r = subprocess.run([sys.executable, "-c", FIFO_CHILD, small_pack, d], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == str(total)
+    if where == "ufspack-cache":
+        assert f"{d}/ufspack-cache: a FIFO, expected a regular file" in r.stdout
+
+
+def _names_bytes(pack):
+    with ufspack.Pack(pack, cache=False) as p:
+        return [(p.name(i), p.read(i)) for i in range(len(p))]
+
+
+def test_an_unusable_cache_header_falls_back_and_stat_raises_oserror(tmp_path, small_pack, capfd):
+    """ufspack-cache a directory: Pack(cache=) reads from the source with one
+    warning; Cache.stat raises an OSError naming the file (never the
+    RuntimeError pybind11 makes of a mismatched exception type)."""
+    d = tmp_path / "cache"
+    os.makedirs(d / "ufspack-cache")
+    want = [b for _, b in _names_bytes(small_pack)]
+    with ufspack.Pack(small_pack, cache=str(d)) as p:
+        assert [p.read(i) for i in range(len(p))] == want
+    assert "ufspack: warning: cache" in capfd.readouterr().err
+    with pytest.raises(OSError) as e:
+        ufspack.Cache.stat(d)
+    assert f"{d}/ufspack-cache: a directory, expected a regular file" in str(e.value)
+    with pytest.raises(OSError) as e:
+        ufspack.Cache(d)
+    assert f"{d}/ufspack-cache" in str(e.value)
+
+
+def test_errno_errors_raise_their_oserror_subclass(tmp_path, small_tree):
+    """An IOError carrying an errno is raised as OSError(errno, msg)'s own
+    subclass: here EISDIR publishing over a directory is IsADirectoryError."""
+    out = tmp_path / "out"
+    os.makedirs(out / "index.ufs" / "x")
+    with pytest.raises(IsADirectoryError) as e:
+        ufspack.build(small_tree, str(out), progress=False)
+    assert e.value.errno == 21 and f"{out}/index.ufs" in str(e.value)

@@ -8,14 +8,18 @@
 // node-local cache as the local tier (epoch 2 without a request; offline).
 #include "ufspack/remote.h"
 
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -358,6 +362,54 @@ TEST(UrlTest, UnregisteredSchemeAndBadUrls) {
   RegisterRemoteStorage();
   s = Reader::Open("http:///nohost/p", {}, &r);
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+}
+
+
+// A server whose answer carries a 1 MiB header line: libcurl gives up with
+// CURLE_OUT_OF_MEMORY; the error names the oversized header and the URL,
+// and the request is not retried.
+TEST(HttpHostileServerTest, AnOversizedResponseHeaderIsNamed) {
+  RegisterRemoteStorage(FastFail());
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)),
+            0);
+  ASSERT_EQ(::listen(listener, 8), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(
+      ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int port = ntohs(addr.sin_port);
+  std::atomic<int> answered{0};
+  std::thread server([&] {
+    // At most 4 connections, each answered once, then the listener closes.
+    for (int k = 0; k < 4; ++k) {
+      const int c = ::accept(listener, nullptr, nullptr);
+      if (c < 0) return;
+      char buf[4096];
+      (void)::recv(c, buf, sizeof(buf), 0);
+      const std::string answer = "HTTP/1.1 200 OK\r\nX-Big: " +
+                                 std::string(1 << 20, 'x') +
+                                 "\r\nContent-Length: 0\r\n\r\n";
+      (void)::send(c, answer.data(), answer.size(), MSG_NOSIGNAL);
+      ++answered;
+      ::close(c);
+    }
+  });
+  const std::string url =
+      "http://127.0.0.1:" + std::to_string(port) + "/p.ufspack";
+  std::unique_ptr<Reader> r;
+  Status s = Reader::Open(url, {}, &r);
+  ::shutdown(listener, SHUT_RDWR);
+  ::close(listener);
+  server.join();
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_TRUE(test::Contains(s, "response header is too large")) << s.ToString();
+  EXPECT_TRUE(test::Contains(s, url)) << s.ToString();
+  EXPECT_EQ(answered.load(), 1) << "an oversized header is not retried";
+  RegisterRemoteStorage();
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 //
 //   Reader::Open(path, options)    with options.cache set:
 //     cache->AttachPack(index, data)      -> a PackCache for this pack id
-//     map pack_cache->index_path()        (a local, verified index copy)
+//     pack_cache->MapIndex()             (a local, verified index copy)
 //   Reader::Read(i)
 //     pack_cache->Lookup(i, ...)          hit: the bytes, checksummed
 //     else pread data.ufs, verify, pack_cache->Insert(i, ...)
@@ -27,6 +27,8 @@
 
 namespace ufspack {
 
+class Region;  // ufspack/file.h
+
 // The cached records of one pack (one pack id).
 class UFSPACK_EXPORT PackCache {
  public:
@@ -35,6 +37,11 @@ class UFSPACK_EXPORT PackCache {
   // A local copy of the pack's index.ufs, already checked against the
   // source's pack id; the Reader maps it instead of the source's index.
   virtual const std::string& index_path() const = 0;
+
+  // Maps that index.  The default maps index_path(); an implementation
+  // that holds its copy open (the node-local cache, whose directory is
+  // untrusted: a name there may be swapped for a link) maps what it holds.
+  virtual Status MapIndex(std::unique_ptr<Region>* index) const;
 
   // OK when the source index could be read at attach time.  Otherwise the
   // error the source gave: the cache then serves the copy of the index it

@@ -132,6 +132,11 @@ class UFSPACK_EXPORT Region {
 UFSPACK_EXPORT Status MapFile(const std::string& path,
                               std::unique_ptr<Region>* result);
 
+// Maps the whole regular file open at `fd` read-only, as MapFile does;
+// `name` names it in errors.  `fd` stays open and the caller's.
+UFSPACK_EXPORT Status MapFd(int fd, const std::string& name,
+                            std::unique_ptr<Region>* result);
+
 // Maps a local file (MapFile) or reads a whole URL into memory.
 UFSPACK_EXPORT Status LoadFile(const std::string& path,
                                std::unique_ptr<Region>* result);
