@@ -6,6 +6,8 @@
 #include <ftw.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -616,6 +618,46 @@ bool PythonHas(const std::string& modules) {
                     Run({kPython, "-c", "import " + modules}).exit_code == 0;
   known[modules] = have;
   return have;
+}
+
+// In a child with its own mount namespace, mounts a tmpfs of `size` on
+// `dir` and runs fn; "SKIP: ..." when mounting is not permitted.
+std::string WithTmpfs(const std::string& dir, const std::string& size,
+                      const std::function<std::string()>& fn) {
+  int fds[2];
+  if (pipe(fds) != 0) return "pipe failed";
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    std::string result;
+    if (unshare(CLONE_NEWNS) != 0) {
+      result = std::string("SKIP: unshare(CLONE_NEWNS): ") + strerror(errno);
+    } else if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) !=
+               0) {
+      result = std::string("SKIP: private mounts: ") + strerror(errno);
+    } else if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      result = std::string("mkdir: ") + strerror(errno);
+    } else if (mount("tmpfs", dir.c_str(), "tmpfs", 0,
+                     ("size=" + size + ",mode=0755").c_str()) != 0) {
+      result = std::string("SKIP: mount tmpfs: ") + strerror(errno);
+    } else {
+      result = fn();
+    }
+    if (write(fds[1], result.data(), result.size()) < 0) _exit(2);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof(buf))) > 0) out.append(buf, n);
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return "child died (status " + std::to_string(status) + "): " + out;
+  }
+  return out;
 }
 
 }  // namespace test

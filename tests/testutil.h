@@ -106,6 +106,12 @@ CommandResult RunWithTimeout(const std::vector<std::string>& argv, int seconds);
 // Creates a FIFO at `path` (mkfifo, mode 0644); fails the test if it cannot.
 void MakeFifo(const std::string& path);
 
+// In a child with its own mount namespace, mounts a tmpfs of `size`
+// ("64m") on `dir` and returns what fn returns there; "SKIP: ..." when
+// mounting is not permitted (no root, no user namespaces).
+std::string WithTmpfs(const std::string& dir, const std::string& size,
+                      const std::function<std::string()>& fn);
+
 // Runs `fn` on a thread and waits up to `seconds` for it to return.  If it
 // has not (blocked opening a FIFO, say), opens each of `fifos` for writing
 // without blocking, which releases an open(2) stuck waiting for a writer,

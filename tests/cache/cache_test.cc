@@ -763,51 +763,11 @@ TEST(CacheTest, WarmupStopsWhenTheCacheIsFull) {
   EXPECT_LE(test::DiskUsage(tmp / "cache"), limit);
 }
 
-// In a child with its own mount namespace, mounts a tmpfs of `size` on
-// `dir` and runs fn; "SKIP: ..." when mounting is not permitted.
-std::string WithTmpfs(const std::string& dir, const std::string& size,
-                      const std::function<std::string()>& fn) {
-  int fds[2];
-  if (pipe(fds) != 0) return "pipe failed";
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    std::string result;
-    if (unshare(CLONE_NEWNS) != 0) {
-      result = std::string("SKIP: unshare(CLONE_NEWNS): ") + strerror(errno);
-    } else if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) !=
-               0) {
-      result = std::string("SKIP: private mounts: ") + strerror(errno);
-    } else if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-      result = std::string("mkdir: ") + strerror(errno);
-    } else if (mount("tmpfs", dir.c_str(), "tmpfs", 0,
-                     ("size=" + size + ",mode=0755").c_str()) != 0) {
-      result = std::string("SKIP: mount tmpfs: ") + strerror(errno);
-    } else {
-      result = fn();
-    }
-    if (write(fds[1], result.data(), result.size()) < 0) _exit(2);
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof(buf))) > 0) out.append(buf, n);
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return "child died (status " + std::to_string(status) + "): " + out;
-  }
-  return out;
-}
-
 TEST(CacheTest, DockerSizedRamTierIsReportedOnceAndSkipped) {
   test::TempDir tmp;
   auto items = MakeItems(50, 8000, 18);
   WritePack(tmp / "pack", items);
-  std::string result = WithTmpfs(tmp / "shm", "64m", [&]() -> std::string {
+  std::string result = test::WithTmpfs(tmp / "shm", "64m", [&]() -> std::string {
     Warnings warnings;
     CacheOptions o;
     o.dir = tmp / "cache";
@@ -836,7 +796,7 @@ TEST(CacheTest, SmallTmpfsTierFillsToItsSizeNeverSigbus) {
   test::TempDir tmp;
   auto items = MakeItems(400, 40000, 19);
   WritePack(tmp / "pack", items);
-  std::string result = WithTmpfs(tmp / "ram", "2m", [&]() -> std::string {
+  std::string result = test::WithTmpfs(tmp / "ram", "2m", [&]() -> std::string {
     Warnings warnings;
     CacheOptions o;
     o.dir = tmp / "ram/cache";  // a tiny disk tier: the limit is clamped

@@ -211,46 +211,6 @@ TEST(MovedInDirectoryTest, IsNeverEmptied) {
   }
 }
 
-// In a child with its own mount namespace, mounts a tmpfs of `size` on
-// `dir` and runs fn; "SKIP: ..." when mounting is not permitted.
-std::string WithTmpfs(const std::string& dir, const std::string& size,
-                      const std::function<std::string()>& fn) {
-  int fds[2];
-  if (::pipe(fds) != 0) return "pipe failed";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(fds[0]);
-    std::string result;
-    if (::unshare(CLONE_NEWNS) != 0) {
-      result = std::string("SKIP: unshare(CLONE_NEWNS): ") + strerror(errno);
-    } else if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) !=
-               0) {
-      result = std::string("SKIP: private mounts: ") + strerror(errno);
-    } else if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-      result = std::string("mkdir: ") + strerror(errno);
-    } else if (::mount("tmpfs", dir.c_str(), "tmpfs", 0,
-                       ("size=" + size + ",mode=0755").c_str()) != 0) {
-      result = std::string("SKIP: mount tmpfs: ") + strerror(errno);
-    } else {
-      result = fn();
-    }
-    if (::write(fds[1], result.data(), result.size()) < 0) ::_exit(2);
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(fds[0], buf, sizeof(buf))) > 0) out.append(buf, n);
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return "child died (status " + std::to_string(status) + "): " + out;
-  }
-  return out;
-}
-
 // docs/cache.md: a cache never fails a read.  A read-only cache disk and a
 // full one are reported once, and the records come from the source.
 TEST(CacheDiskTest, ReadOnlyAndFullCacheDisksFallBackToTheSource) {
@@ -260,7 +220,7 @@ TEST(CacheDiskTest, ReadOnlyAndFullCacheDisksFallBackToTheSource) {
   const std::string pack = tmp / "p.ufspack";
   ASSERT_EQ(RunCli({"build", tmp / "src", "-o", pack, "-q"}).exit_code, 0);
   const std::string disk = tmp / "disk";
-  std::string result = WithTmpfs(disk, "1m", [&]() -> std::string {
+  std::string result = test::WithTmpfs(disk, "1m", [&]() -> std::string {
     // Read-only: a warmed cache on a file system remounted read-only.
     CommandResult w = RunCli({"warmup", pack, "--cache", disk + "/c", "-q"});
     if (w.exit_code != 0) return "warmup: " + w.err;
