@@ -1,7 +1,8 @@
 // Copyright 2026 The ufspack Authors.
 //
-// The steps of BuildPack that `ufspack append` reuses on a scan of its own
-// (packer/src/merge.cc).  Internal to the packer (not installed).
+// The steps of BuildPack (packer/src/build.cc) that part planning and
+// `ufspack append` (packer/src/merge.cc) reuse.  Internal to the packer
+// (not installed).
 //
 // Thread safety: as BuildPack (reentrant; a PackWriter is one thread's).
 #ifndef UFSPACK_PACKER_SRC_BUILD_INTERNAL_H_
@@ -16,6 +17,15 @@
 
 namespace ufspack {
 namespace internal {
+
+// Whether options.cancel asks the build to stop.
+bool Cancelled(const BuildOptions& options);
+// Adds a warning to the summary, up to BuildSummary::kMaxWarnings.
+void Warn(BuildSummary* summary, std::string w);
+// Leaves the pack's own files (data.ufs, index.ufs, their temporary files)
+// out of `entries`, as when the output directory is the source root; true
+// if any was.
+bool DropPackFiles(std::vector<ScanEntry>* entries);
 
 // Declares scan.classes on `writer` and sets the source metadata (root,
 // extension selection).

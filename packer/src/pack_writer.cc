@@ -1,0 +1,506 @@
+// Copyright 2026 The ufspack Authors.
+//
+// PackWriter (ufspack/builder.h): records appended to temporary files, the
+// index spilled to scratch files and encoded by Finish(), the pack
+// published by renames (docs/format.md, "Publishing a pack").
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+#ifdef UFSPACK_HAVE_XXH_DISPATCH
+#include <xxh_x86dispatch.h>
+#define UFSPACK_XXH3_UPDATE XXH3_64bits_update_dispatch
+#else
+#define UFSPACK_XXH3_UPDATE XXH3_64bits_update
+#endif
+#include <zstd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "posix_io.h"
+#include "publish.h"
+#include "source_file.h"
+#include "spill.h"
+#include "ufspack/builder.h"
+#include "ufspack/coding.h"
+#include "ufspack/format.h"
+#include "ufspack/manifest.h"
+
+namespace ufspack {
+namespace {
+
+constexpr size_t kWriteBufferSize = 4 << 20;
+
+struct ZstdCCtxDeleter {
+  void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
+};
+
+ZSTD_CCtx* ThreadCCtx() {
+  thread_local std::unique_ptr<ZSTD_CCtx, ZstdCCtxDeleter> ctx(
+      ZSTD_createCCtx());
+  return ctx.get();
+}
+
+}  // namespace
+
+Status PrepareRecord(std::string bytes, const PackWriterOptions& options,
+                     PreparedRecord* out) {
+  out->original_length = bytes.size();
+  out->codec = Codec::kRaw;
+  if (options.compress && !bytes.empty()) {
+    ZSTD_CCtx* cctx = ThreadCCtx();
+    if (cctx == nullptr)
+      return Status::IOError("out of memory (ZSTD_createCCtx)");
+    std::string z;
+    z.resize(ZSTD_compressBound(bytes.size()));
+    size_t n = ZSTD_compressCCtx(cctx, z.data(), z.size(), bytes.data(),
+                                 bytes.size(), options.zstd_level);
+    if (ZSTD_isError(n)) {
+      return Status::InvalidArgument(std::string("zstd: ") +
+                                     ZSTD_getErrorName(n));
+    }
+    if (n < bytes.size()) {
+      z.resize(n);
+      out->codec = Codec::kZstd;
+      out->stored = std::move(z);
+    }
+  }
+  if (out->codec == Codec::kRaw) out->stored = std::move(bytes);
+  out->checksum = Checksum64(out->stored.data(), out->stored.size());
+  return Status::OK();
+}
+
+// --- PackWriter -------------------------------------------------------------
+
+Status PackWriter::Create(const std::string& out_dir_in,
+                          const PackWriterOptions& options,
+                          std::unique_ptr<PackWriter>* writer) {
+  if (options.zstd_level < 1 || options.zstd_level > ZSTD_maxCLevel()) {
+    return Status::InvalidArgument(
+        "zstd level " + std::to_string(options.zstd_level) +
+        " out of range 1.." + std::to_string(ZSTD_maxCLevel()));
+  }
+  std::string out_dir = out_dir_in;
+  while (out_dir.size() > 1 && out_dir.back() == '/') out_dir.pop_back();
+  std::unique_ptr<PackWriter> w(new PackWriter());
+  w->options_ = options;
+  w->out_dir_ = out_dir;
+  bool locked = false;
+  UFSPACK_RETURN_IF_ERROR(internal::LockPackDir(out_dir, &w->dir_fd_, &locked));
+  if (locked) internal::RecoverPackDir(w->dir_fd_);
+  // A merged pack's directory holds its manifest only; a pack published
+  // beside it would be shadowed by it.
+  struct stat mst;
+  if (::fstatat(w->dir_fd_, kManifestFileName, &mst, 0) == 0) {
+    return Status::InvalidArgument(
+        out_dir + ": holds a merged pack (" + kManifestFileName +
+        "); build into another directory, or remove the manifest first");
+  }
+  UFSPACK_RETURN_IF_ERROR(internal::CreateTemp(
+      out_dir, internal::kDataTmpPrefix, &w->data_fd_, &w->data_tmp_));
+  UFSPACK_RETURN_IF_ERROR(internal::CreateTemp(
+      out_dir, internal::kIndexTmpPrefix, &w->index_fd_, &w->index_tmp_));
+  w->records_file_ = std::make_unique<internal::SpillFile>();
+  w->names_file_ = std::make_unique<internal::SpillFile>();
+  w->hashes_file_ = std::make_unique<internal::SpillFile>();
+  UFSPACK_RETURN_IF_ERROR(
+      w->records_file_->Create(out_dir, internal::kRecordsTmpPrefix));
+  UFSPACK_RETURN_IF_ERROR(
+      w->names_file_->Create(out_dir, internal::kNamesTmpPrefix));
+  UFSPACK_RETURN_IF_ERROR(
+      w->hashes_file_->Create(out_dir, internal::kHashesTmpPrefix));
+  // Placeholder header; the pack id is patched in by Finish().
+  DataHeader header;
+  std::string h;
+  header.EncodeTo(&h);
+  w->buffer_.reserve(kWriteBufferSize);
+  UFSPACK_RETURN_IF_ERROR(w->WriteData(h.data(), h.size()));
+  *writer = std::move(w);
+  return Status::OK();
+}
+
+PackWriter::PackWriter() = default;
+
+PackWriter::~PackWriter() {
+  if (!finished_) Abandon();
+  if (dir_fd_ >= 0) ::close(dir_fd_);  // releases the lock
+}
+
+void PackWriter::Abandon() {
+  if (data_fd_ >= 0) {
+    ::close(data_fd_);
+    data_fd_ = -1;
+  }
+  if (index_fd_ >= 0) {
+    ::close(index_fd_);
+    index_fd_ = -1;
+  }
+  if (!data_tmp_.empty()) ::unlink(data_tmp_.c_str());
+  if (!index_tmp_.empty()) ::unlink(index_tmp_.c_str());
+  data_tmp_.clear();
+  index_tmp_.clear();
+  for (auto* f : {&records_file_, &names_file_, &hashes_file_, &lookup_file_}) {
+    if (*f) (*f)->Remove();
+  }
+  if (status_.ok() && !finished_) status_ = Status::Aborted("pack abandoned");
+}
+
+Status PackWriter::Fail(Status s) {
+  if (status_.ok()) status_ = s;
+  return s;
+}
+
+Status PackWriter::WriteData(const char* p, size_t n) {
+  if (buffer_.size() + n > kWriteBufferSize) {
+    UFSPACK_RETURN_IF_ERROR(FlushData());
+    if (n >= kWriteBufferSize) {
+      Status s = internal::WriteAll(data_fd_, p, n, data_tmp_);
+      if (!s.ok()) return Fail(s);
+      data_offset_ += n;
+      return Status::OK();
+    }
+  }
+  buffer_.append(p, n);
+  data_offset_ += n;
+  return Status::OK();
+}
+
+Status PackWriter::FlushData() {
+  if (buffer_.empty()) return Status::OK();
+  Status s =
+      internal::WriteAll(data_fd_, buffer_.data(), buffer_.size(), data_tmp_);
+  buffer_.clear();
+  if (!s.ok()) return Fail(s);
+  return Status::OK();
+}
+
+Status PackWriter::AddClass(std::string_view name) {
+  UFSPACK_RETURN_IF_ERROR(status_);
+  if (options_.flat) {
+    return Fail(Status::InvalidArgument("a flat pack has no classes"));
+  }
+  if (classes_.size() >= kNoLabel - 1) {
+    return Fail(Status::InvalidArgument("too many classes"));
+  }
+  if (name.size() > UINT32_MAX) {
+    return Fail(Status::InvalidArgument("class name too long"));
+  }
+  ClassEntry c;
+  c.name_offset = names_file_->size();
+  c.name_length = static_cast<uint32_t>(name.size());
+  c.first_record = record_count_;
+  UFSPACK_RETURN_IF_ERROR(Spill(names_file_.get(), name.data(), name.size()));
+  classes_.push_back(c);
+  return Status::OK();
+}
+
+Status PackWriter::CheckRecord(uint32_t label, std::string_view name) {
+  UFSPACK_RETURN_IF_ERROR(CheckLabel(label, name));
+  if (record_count_ >= kMaxRecords) {
+    return Fail(Status::InvalidArgument("too many records (format limit " +
+                                        std::to_string(kMaxRecords) + ")"));
+  }
+  if (name.size() > UINT32_MAX) {
+    return Fail(Status::InvalidArgument("record name too long"));
+  }
+  return Status::OK();
+}
+
+Status PackWriter::CheckLabel(uint32_t label, std::string_view name) {
+  if (options_.flat) {
+    if (label != kNoLabel) {
+      return Fail(Status::InvalidArgument(std::string(name) +
+                                          ": a flat pack takes no labels"));
+    }
+    return Status::OK();
+  }
+  if (label >= classes_.size()) {
+    return Fail(Status::InvalidArgument(
+        std::string(name) + ": label " + std::to_string(label) + " but only " +
+        std::to_string(classes_.size()) + " classes declared"));
+  }
+  if (record_count_ > 0 && label < last_label_) {
+    return Fail(Status::InvalidArgument(
+        std::string(name) + ": label " + std::to_string(label) +
+        " after label " + std::to_string(last_label_) +
+        " (records must be added class by class)"));
+  }
+  return Status::OK();
+}
+
+Status PackWriter::AppendEntry(std::string_view name, uint32_t label,
+                               Codec codec, uint64_t stored, uint64_t original,
+                               uint64_t checksum) {
+  RecordEntry e;
+  e.offset = data_offset_ - stored;
+  e.stored_length = stored;
+  e.original_length = original;
+  e.checksum = checksum;
+  e.name_offset = names_file_->size();
+  e.name_length = static_cast<uint32_t>(name.size());
+  e.label = label;
+  const uint64_t hash = NameHash(name);
+  e.name_hash = NameHashTag(hash);
+  e.codec = codec;
+  std::string entry;
+  e.EncodeTo(&entry);
+  char h[8];
+  EncodeFixed64(h, hash);
+  UFSPACK_RETURN_IF_ERROR(Spill(names_file_.get(), name.data(), name.size()));
+  UFSPACK_RETURN_IF_ERROR(
+      Spill(records_file_.get(), entry.data(), entry.size()));
+  UFSPACK_RETURN_IF_ERROR(Spill(hashes_file_.get(), h, sizeof(h)));
+  ++record_count_;
+  last_label_ = label;
+  if (!options_.flat) classes_[label].record_count++;
+  return Status::OK();
+}
+
+Status PackWriter::Spill(internal::SpillFile* file, const void* p, size_t n) {
+  Status s = file->Append(p, n);
+  if (!s.ok()) return Fail(s);
+  return Status::OK();
+}
+
+Status PackWriter::Add(std::string_view name, uint32_t label,
+                       std::string_view bytes) {
+  UFSPACK_RETURN_IF_ERROR(status_);
+  PreparedRecord r;
+  Status s = PrepareRecord(std::string(bytes), options_, &r);
+  if (!s.ok()) return Fail(s);
+  return AddPrepared(name, label, r);
+}
+
+Status PackWriter::AddPrepared(std::string_view name, uint32_t label,
+                               const PreparedRecord& r) {
+  UFSPACK_RETURN_IF_ERROR(status_);
+  UFSPACK_RETURN_IF_ERROR(CheckRecord(label, name));
+  UFSPACK_RETURN_IF_ERROR(WriteData(r.stored.data(), r.stored.size()));
+  return AppendEntry(name, label, r.codec, r.stored.size(), r.original_length,
+                     r.checksum);
+}
+
+Status PackWriter::AddFromFd(std::string_view name, uint32_t label, int fd,
+                             uint64_t size, const std::string& path) {
+  UFSPACK_RETURN_IF_ERROR(status_);
+  UFSPACK_RETURN_IF_ERROR(CheckRecord(label, name));
+  UFSPACK_RETURN_IF_ERROR(FlushData());
+  const uint64_t start = data_offset_;
+  struct stat before;
+  const bool have_before = ::fstat(fd, &before) == 0;
+  // On a source error, cut the data file back to where this record began so
+  // the pack stays consistent and the build may go on (skip_unreadable).
+  auto rewind = [&](Status source_error) -> Status {
+    if (::ftruncate(data_fd_, static_cast<off_t>(start)) != 0 ||
+        ::lseek(data_fd_, static_cast<off_t>(start), SEEK_SET) < 0) {
+      return Fail(Status::FromErrno(data_tmp_ + ": truncate", errno));
+    }
+    return source_error;
+  };
+  std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> state(
+      XXH3_createState(), XXH3_freeState);
+  if (!state) return Fail(Status::IOError("out of memory (XXH3_createState)"));
+  XXH3_64bits_reset(state.get());
+  std::string chunk(kWriteBufferSize, '\0');
+  uint64_t done = 0;
+  for (;;) {
+    ssize_t r = ::read(fd, chunk.data(), chunk.size());
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return rewind(Status::FromErrno(path + ": read", errno));
+    }
+    if (r == 0) break;
+    done += static_cast<uint64_t>(r);
+    if (done > size) break;
+    UFSPACK_XXH3_UPDATE(state.get(), chunk.data(), static_cast<size_t>(r));
+    Status s = internal::WriteAll(data_fd_, chunk.data(),
+                                  static_cast<size_t>(r), data_tmp_);
+    if (!s.ok()) return Fail(s);
+  }
+  if (done != size || (have_before && internal::ChangedSince(fd, before))) {
+    return rewind(internal::ChangedWhileRead(path, size, done));
+  }
+  data_offset_ += size;
+  return AppendEntry(name, label, Codec::kRaw, size, size,
+                     XXH3_64bits_digest(state.get()));
+}
+
+Status PackWriter::SetMetadata(std::string_view key, std::string_view value) {
+  UFSPACK_RETURN_IF_ERROR(status_);
+  if (key.size() > UINT32_MAX || value.size() > UINT32_MAX) {
+    return Fail(Status::InvalidArgument("metadata entry too long"));
+  }
+  metadata_[std::string(key)] = std::string(value);
+  return Status::OK();
+}
+
+Status PackWriter::Finish(PackId* pack_id) {
+  UFSPACK_RETURN_IF_ERROR(status_);
+  if (finished_) return Status::InvalidArgument("Finish() called twice");
+  UFSPACK_RETURN_IF_ERROR(FlushData());
+  IndexHeader header;
+  std::string classes, meta;
+  UFSPACK_RETURN_IF_ERROR(EncodeIndex(&header, &classes, &meta));
+  UFSPACK_RETURN_IF_ERROR(WriteHeadersAndIndex(header, classes, meta));
+  UFSPACK_RETURN_IF_ERROR(Publish());
+  finished_ = true;
+  if (pack_id != nullptr) *pack_id = header.pack_id;
+  return Status::OK();
+}
+
+// The lookup table's stripe (spill.h): 2^22 slots, 32 MiB of working
+// memory, whatever the record count; packs of up to 2^21 records are built
+// in one stripe.
+constexpr uint64_t kLookupStripeSlots = uint64_t{1} << 22;
+
+Status PackWriter::EncodeIndex(IndexHeader* h, std::string* classes,
+                               std::string* meta) {
+  for (auto* f : {&records_file_, &names_file_, &hashes_file_}) {
+    Status s = (*f)->Flush();
+    if (!s.ok()) return Fail(s);
+  }
+  // Lookup table: open addressing, linear probing, slots hold index + 1,
+  // built in bounded memory from the spilled hashes into a scratch file.
+  const uint64_t n = record_count_;
+  const uint64_t slots = LookupSlotsFor(n);
+  auto name_of = [&](uint64_t i, std::string* name) -> Status {
+    char buf[RecordEntry::kEncodedLength];
+    UFSPACK_RETURN_IF_ERROR(
+        records_file_->ReadAt(i * sizeof(buf), sizeof(buf), buf));
+    std::string_view in(buf, sizeof(buf));
+    RecordEntry e;
+    UFSPACK_RETURN_IF_ERROR(e.DecodeFrom(&in));
+    name->resize(e.name_length);
+    return names_file_->ReadAt(e.name_offset, e.name_length, name->data());
+  };
+  auto check_distinct = [&](uint64_t a, uint64_t b) -> Status {
+    std::string x, y;
+    UFSPACK_RETURN_IF_ERROR(name_of(a, &x));
+    UFSPACK_RETURN_IF_ERROR(name_of(b, &y));
+    if (x == y) {
+      return Status::InvalidArgument("duplicate record name '" + x + "'");
+    }
+    return Status::OK();
+  };
+  lookup_file_ = std::make_unique<internal::SpillFile>();
+  Status s = lookup_file_->Create(out_dir_, internal::kLookupTmpPrefix);
+  if (s.ok()) {
+    s = internal::BuildLookupTable(n, *hashes_file_, check_distinct,
+                                   kLookupStripeSlots, lookup_file_.get());
+  }
+  if (!s.ok()) return Fail(s);
+  hashes_file_->Remove();
+
+  // Index body: records | classes | lookup | names | meta, contiguous
+  // after the header.
+  h->optional_flags = options_.flat ? kOptionalFlagFlat : 0;
+  h->record_size = RecordEntry::kEncodedLength;
+  h->record_count = n;
+  h->class_count = classes_.size();
+  h->data_size = data_offset_;
+  // Records are added class by class, so class c starts after the records
+  // of every class before it (classes may be declared before any record).
+  uint64_t first = 0;
+  for (ClassEntry& c : classes_) {
+    c.first_record = first;
+    first += c.record_count;
+    c.EncodeTo(classes);
+  }
+  EncodeMetadata(metadata_, meta);
+  uint64_t at = IndexHeader::kEncodedLength;
+  auto place = [&](Section* sec, uint64_t size) {
+    sec->offset = at;
+    sec->size = size;
+    at += size;
+  };
+  place(&h->records, records_file_->size());
+  place(&h->classes, classes->size());
+  place(&h->lookup, slots * 4);
+  place(&h->names, names_file_->size());
+  place(&h->meta, meta->size());
+  h->index_size = at;
+  // The body checksum and the pack id, streamed over the sections in order.
+  // The pack id is derived from the index body, which holds every record's
+  // checksum: the same input gives the same id, different packs differ.
+  std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> sum(
+      XXH3_createState(), XXH3_freeState),
+      id(XXH3_createState(), XXH3_freeState);
+  if (!sum || !id) return Fail(Status::IOError("out of memory (XXH3 state)"));
+  XXH3_64bits_reset(sum.get());
+  XXH3_128bits_reset(id.get());
+  auto feed = [&](const char* p, size_t len) -> Status {
+    XXH3_64bits_update(sum.get(), p, len);
+    XXH3_128bits_update(id.get(), p, len);
+    return Status::OK();
+  };
+  s = records_file_->ForEachPiece(feed);
+  if (s.ok()) s = feed(classes->data(), classes->size());
+  if (s.ok()) s = lookup_file_->ForEachPiece(feed);
+  if (s.ok()) s = names_file_->ForEachPiece(feed);
+  if (s.ok()) s = feed(meta->data(), meta->size());
+  if (!s.ok()) return Fail(s);
+  h->body_checksum = XXH3_64bits_digest(sum.get());
+  const XXH128_hash_t digest = XXH3_128bits_digest(id.get());
+  char idbuf[16];
+  EncodeFixed64(idbuf, digest.low64);
+  EncodeFixed64(idbuf + 8, digest.high64);
+  std::memcpy(h->pack_id.bytes.data(), idbuf, 16);
+  s = h->ValidateLayout();
+  if (!s.ok()) return Fail(s.WithContext("internal error"));
+  return Status::OK();
+}
+
+// Steps 6 and 7 of docs/format.md, "Publishing a pack".
+Status PackWriter::WriteHeadersAndIndex(const IndexHeader& h,
+                                        const std::string& classes,
+                                        const std::string& meta) {
+  DataHeader dh;
+  dh.pack_id = h.pack_id;
+  std::string dbytes;
+  dh.EncodeTo(&dbytes);
+  Status s =
+      internal::PwriteAll(data_fd_, dbytes.data(), dbytes.size(), 0, data_tmp_);
+  if (s.ok()) s = internal::SyncFile(data_fd_, data_tmp_);
+  if (!s.ok()) return Fail(s);
+
+  std::string header;
+  h.EncodeTo(&header);
+  s = internal::WriteAll(index_fd_, header.data(), header.size(), index_tmp_);
+  if (s.ok()) s = records_file_->CopyTo(index_fd_, index_tmp_);
+  if (s.ok()) {
+    s = internal::WriteAll(index_fd_, classes.data(), classes.size(),
+                           index_tmp_);
+  }
+  if (s.ok()) s = lookup_file_->CopyTo(index_fd_, index_tmp_);
+  if (s.ok()) s = names_file_->CopyTo(index_fd_, index_tmp_);
+  if (s.ok()) {
+    s = internal::WriteAll(index_fd_, meta.data(), meta.size(), index_tmp_);
+  }
+  if (s.ok()) s = internal::SyncFile(index_fd_, index_tmp_);
+  if (s.ok()) s = internal::CloseFile(&data_fd_, data_tmp_);
+  if (s.ok()) s = internal::CloseFile(&index_fd_, index_tmp_);
+  if (!s.ok()) return Fail(s);
+  for (auto* f : {&records_file_, &names_file_, &lookup_file_}) {
+    (*f)->Remove();
+  }
+  return Status::OK();
+}
+
+// Steps 8 and 9: the temporaries that were renamed are no longer ours to
+// remove.
+Status PackWriter::Publish() {
+  internal::Publisher publisher(dir_fd_, out_dir_, data_tmp_, index_tmp_);
+  Status s = publisher.Publish();
+  data_tmp_ = publisher.data_tmp();
+  index_tmp_ = publisher.index_tmp();
+  if (!s.ok()) return Fail(s);
+  return Status::OK();
+}
+
+// --- BuildPack --------------------------------------------------------------
+
+}  // namespace ufspack
