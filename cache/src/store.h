@@ -57,6 +57,21 @@ inline constexpr uint32_t kCacheVersion = 1;
 inline constexpr uint64_t kSlotsHeaderSize = 64;
 inline constexpr uint64_t kEntryHeaderSize = 32;
 inline constexpr uint64_t kMaxEntryLength = kMaxCacheEntryBytes;
+inline constexpr char kSlotsMagic[8] = {'U', 'F', 'S', 'P',
+                                        'S', 'L', 'O', 'T'};
+inline constexpr uint32_t kEntryMagic = 0x45434655;  // "UFCE" little-endian
+// Slots header fields (byte offsets in ns/<hex>/slots).
+inline constexpr uint64_t kSlVersion = 8;   // u32
+inline constexpr uint64_t kSlCount = 16;    // u64 slot count
+inline constexpr uint64_t kSlTail = 24;     // u64 log bytes handed out
+inline constexpr uint64_t kSlCharged = 32;  // u64 bytes this table charged
+inline constexpr uint64_t kSlTableId = 40;  // u64 low 64 bits of name's hash
+inline constexpr uint64_t kSlEntries = 48;  // u64 entries published
+
+inline uint64_t RoundUp(uint64_t n, uint64_t to) {
+  return (n + to - 1) / to * to;
+}
+
 // What the directory's own files and subdirectories are charged.
 inline constexpr uint64_t kBlock = 4096;
 inline constexpr uint64_t kBaseCharge = 8 * kBlock;
