@@ -283,252 +283,307 @@ Status FinishPack(Status s, const BuildOptions& options, PackWriter* writer,
 
 }  // namespace
 
-Status BuildPack(const std::string& src, const std::string& out_dir,
-                 const BuildOptions& options_in, BuildSummary* summary) {
-  const auto t0 = std::chrono::steady_clock::now();
-  BuildOptions options = options_in;
-  options.writer.flat = options.scan.flat;
-  if (options.skip_unreadable) options.scan.skip_unreadable = true;
-  options.scan.threads = std::min(options.threads, 64);
-  if (options.threads < 1) {
-    return Status::InvalidArgument("--threads must be at least 1");
-  }
-  if (options.parts < 1 || options.part >= options.parts) {
-    return Status::InvalidArgument("part " + std::to_string(options.part) +
-                                   " of " + std::to_string(options.parts) +
-                                   ": expected 0 <= part < parts");
-  }
-  *summary = BuildSummary();
-  struct stat src_st;
-  UFSPACK_RETURN_IF_ERROR(CheckSourceDir(src, &src_st));
+namespace {
 
-  std::unique_ptr<PackWriter> writer;
-  UFSPACK_RETURN_IF_ERROR(PackWriter::Create(out_dir, options.writer, &writer));
-  struct stat out_st;
-  const bool out_known = ::stat(writer->out_dir().c_str(), &out_st) == 0;
-  if (out_known) {
-    // Never descend into the output directory.
-    options.scan.exclude_dev = out_st.st_dev;
-    options.scan.exclude_ino = out_st.st_ino;
-  }
-  const bool drop_pack_files =
-      OutputIsRoot(src_st, out_known ? &out_st : nullptr);
-  std::string root = src;  // as ScanTreeByClass gives it
-  while (root.size() > 1 && root.back() == '/') root.pop_back();
-  ProgressReporter reporter(options);
-  BuildProgress& progress = *reporter.progress();
-  const size_t scan_ahead = std::max<size_t>(options.scan_ahead, 4);
-  options.scan.max_held_files = scan_ahead;
+// One build: Scan -> Plan -> Pack -> Finish.  The scan runs on a thread of
+// its own (ScanThread), ahead of the packing by at most scan_ahead_ samples,
+// and hands classes over in order through queue_; the building thread packs
+// them as they come (PackAsListed).  A part build sizes the whole tree
+// first (PlanPart) and then lists only the classes its range touches.
+class Builder {
+ public:
+  Builder(const std::string& src, const BuildOptions& options,
+          BuildSummary* summary)
+      : t0_(std::chrono::steady_clock::now()),
+        src_(src),
+        options_(options),
+        summary_(summary),
+        reporter_(options_),
+        scan_ahead_(std::max<size_t>(options.scan_ahead, 4)),
+        chunk_samples_(scan_ahead_ / 4),
+        queue_(scan_ahead_),
+        part_build_(options.parts > 1) {}
+  ~Builder() { StopScan(); }
+  Builder(const Builder&) = delete;
+  Builder& operator=(const Builder&) = delete;
 
-  // A part build sizes the whole tree first (pass 1), then lists only the
-  // classes its range touches.
-  const bool part_build = options.parts > 1;
-  PartPlan plan;
-  if (part_build) {
-    options.scan.cancel = options.cancel;
-    UFSPACK_RETURN_IF_ERROR(
-        PlanPart(src, options, drop_pack_files, &reporter, &plan, summary));
-    summary->scan_seconds = SecondsSince(t0);
-    progress = BuildProgress();
-    reporter.ResetClock();
+  Status Run(const std::string& out_dir) {
+    UFSPACK_RETURN_IF_ERROR(Prepare(out_dir));
+    if (part_build_) {
+      options_.scan.cancel = options_.cancel;
+      UFSPACK_RETURN_IF_ERROR(PlanPart(src_, options_, drop_pack_files_,
+                                       &reporter_, &plan_, summary_));
+      summary_->scan_seconds = SecondsSince(t0_);
+      *reporter_.progress() = BuildProgress();
+      reporter_.ResetClock();
+    }
+    UFSPACK_RETURN_IF_ERROR(StartScan());
+    Status s = PackAsListed();
+    StopScan();
+    CollectWarnings(s);
+    UFSPACK_RETURN_IF_ERROR(Finish(s));
+    summary_->seconds = SecondsSince(t0_);
+    return Status::OK();
   }
-  // The scanning thread stops (between directories) when the building
-  // thread does: on an error, Ctrl-C, or when done.
-  std::atomic<bool> scan_stop{false};
-  options.scan.cancel = &scan_stop;
-  // Pass 2 lists the classes from the first cut's to the second's.  (A flat
-  // tree is listed whole: its directories, the units of pass 1 there, are
-  // only known as it is walked; the sink skips those out of range.)
-  auto want = [&](uint32_t label) {
-    if (!part_build) return true;
-    if (options.scan.flat) return plan.samples > 0;
-    return plan.samples > 0 && label >= plan.lo.cls && label <= plan.hi.cls;
-  };
-  uint64_t units = 0;  // classes (flat: directories) handed over
 
-  // The scan runs on a thread of its own, ahead of the packing by at most
-  // options.scan_ahead samples, and hands classes over in order.
+ private:
+  Status Prepare(const std::string& out_dir);
+  // Whether class `label` is listed (a part lists only its range's).
+  bool Wanted(uint32_t label) const;
+  Status OnClass(ScanClass* cls);
+  void ScanThread();
+  Status StartScan();
+  void StopScan();
+  Status PackAsListed();
+  void NameClasses();
+  void CollectWarnings(const Status& s);
+  Status Finish(Status s);
+
+  const std::chrono::steady_clock::time_point t0_;
+  const std::string src_;
+  BuildOptions options_;
+  BuildSummary* const summary_;
+  ProgressReporter reporter_;  // reports options_.progress
+  const size_t scan_ahead_;
   // Samples packed per read-ahead run: large enough (by default) that the
   // pipeline's drain at the end of a run costs nothing measurable.
-  const size_t chunk_samples = scan_ahead / 4;
-  ClassQueue queue(scan_ahead);
-  ScanResult scan;       // the scanning thread's until it is joined
-  bool dropped = false;  // likewise
-  const std::string changed_classes =
-      root + ": " + kChangedDuringPart +
-      " (its class directories differ from those when the split was "
-      "computed); " +
-      kSameTree;
-  double walk_seconds = 0;  // the scanning thread's until it is joined
-  auto scan_body = [&] {
-    const auto walk_t0 = std::chrono::steady_clock::now();
-    bool first = true;
-    Status s = ScanTreeByClass(
-        src, options.scan, want,
-        [&](ScanClass* cls) -> Status {
-          if (first) {
-            first = false;
-            if (part_build && scan.classes != plan.class_names) {
-              return Status::IOError(changed_classes);
-            }
-            size_t wanted = 0;
-            for (size_t c = 0; c < scan.classes.size(); ++c) {
-              if (want(static_cast<uint32_t>(c))) ++wanted;
-            }
-            queue.SetClasses(scan.classes, wanted);
-          }
-          if (drop_pack_files && DropPackFiles(&cls->entries)) {
-            dropped = true;
-          }
-          if (part_build) {
-            const uint64_t c = options.scan.flat ? units : cls->label;
-            ++units;
-            if (c >= plan.classes.size()) {
-              return Status::IOError(changed_classes);
-            }
-            if (c < plan.lo.cls || c > plan.hi.cls) return Status::OK();
-            UFSPACK_RETURN_IF_ERROR(
-                CutClass(root, static_cast<uint32_t>(c), options, &plan, cls));
-          }
-          if (!queue.Push(cls)) return Status::Aborted("interrupted");
-          return Status::OK();
-        },
-        &scan);
-    // A part whose cuts were not both found (a class gone) is not the
-    // part the other jobs agree on.
-    if (s.ok() && part_build &&
-        (scan.classes != plan.class_names ||
-         (options.scan.flat && plan.samples > 0 &&
-          units != plan.classes.size()) ||
-         (!plan.lo.fixed && !plan.lo.located) ||
-         (!plan.hi.fixed && !plan.hi.located))) {
-      s = Status::IOError(changed_classes);
+  const size_t chunk_samples_;
+  ClassQueue queue_;
+  const bool part_build_;
+  std::unique_ptr<PackWriter> writer_;
+  std::string root_;  // src_ as ScanTreeByClass gives it
+  bool drop_pack_files_ = false;
+  PartPlan plan_;
+  std::string changed_classes_;  // the error of a tree changed since pass 1
+  // The scanning thread's until it is joined.
+  std::thread scanner_;
+  std::atomic<bool> scan_stop_{false};
+  ScanResult scan_;
+  bool dropped_ = false;
+  bool first_class_ = true;
+  uint64_t units_ = 0;  // classes (flat: directories) handed over
+  double walk_seconds_ = 0;
+  // The building thread's.
+  std::vector<std::string> names_;  // the class table
+  bool named_ = false;
+  std::vector<std::string> empty_;  // empty classes found
+  bool started_ = false;            // records are being packed
+};
+
+Status Builder::Prepare(const std::string& out_dir) {
+  options_.writer.flat = options_.scan.flat;
+  if (options_.skip_unreadable) options_.scan.skip_unreadable = true;
+  options_.scan.threads = std::min(options_.threads, 64);
+  if (options_.threads < 1) {
+    return Status::InvalidArgument("--threads must be at least 1");
+  }
+  if (options_.parts < 1 || options_.part >= options_.parts) {
+    return Status::InvalidArgument("part " + std::to_string(options_.part) +
+                                   " of " + std::to_string(options_.parts) +
+                                   ": expected 0 <= part < parts");
+  }
+  struct stat src_st;
+  UFSPACK_RETURN_IF_ERROR(CheckSourceDir(src_, &src_st));
+  UFSPACK_RETURN_IF_ERROR(
+      PackWriter::Create(out_dir, options_.writer, &writer_));
+  struct stat out_st;
+  const bool out_known = ::stat(writer_->out_dir().c_str(), &out_st) == 0;
+  if (out_known) {
+    // Never descend into the output directory.
+    options_.scan.exclude_dev = out_st.st_dev;
+    options_.scan.exclude_ino = out_st.st_ino;
+  }
+  drop_pack_files_ = OutputIsRoot(src_st, out_known ? &out_st : nullptr);
+  root_ = src_;
+  while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+  options_.scan.max_held_files = scan_ahead_;
+  changed_classes_ = root_ + ": " + kChangedDuringPart +
+                     " (its class directories differ from those when the "
+                     "split was computed); " +
+                     kSameTree;
+  return Status::OK();
+}
+
+// Pass 2 lists the classes from the first cut's to the second's.  (A flat
+// tree is listed whole: its directories, the units of pass 1 there, are
+// only known as it is walked; OnClass skips those out of range.)
+bool Builder::Wanted(uint32_t label) const {
+  if (!part_build_) return true;
+  if (options_.scan.flat) return plan_.samples > 0;
+  return plan_.samples > 0 && label >= plan_.lo.cls && label <= plan_.hi.cls;
+}
+
+// The scanning thread's sink: one class (flat: directory), in order.
+Status Builder::OnClass(ScanClass* cls) {
+  if (first_class_) {
+    first_class_ = false;
+    if (part_build_ && scan_.classes != plan_.class_names) {
+      return Status::IOError(changed_classes_);
     }
-    walk_seconds = SecondsSince(walk_t0);
-    queue.Finish(std::move(s));
-  };
-  std::thread scanner;
+    size_t wanted = 0;
+    for (size_t c = 0; c < scan_.classes.size(); ++c) {
+      if (Wanted(static_cast<uint32_t>(c))) ++wanted;
+    }
+    queue_.SetClasses(scan_.classes, wanted);
+  }
+  if (drop_pack_files_ && DropPackFiles(&cls->entries)) dropped_ = true;
+  if (part_build_) {
+    const uint64_t c = options_.scan.flat ? units_ : cls->label;
+    ++units_;
+    if (c >= plan_.classes.size()) return Status::IOError(changed_classes_);
+    if (c < plan_.lo.cls || c > plan_.hi.cls) return Status::OK();
+    UFSPACK_RETURN_IF_ERROR(
+        CutClass(root_, static_cast<uint32_t>(c), options_, &plan_, cls));
+  }
+  if (!queue_.Push(cls)) return Status::Aborted("interrupted");
+  return Status::OK();
+}
+
+void Builder::ScanThread() {
+  const auto walk_t0 = std::chrono::steady_clock::now();
+  Status s = ScanTreeByClass(
+      src_, options_.scan, [this](uint32_t label) { return Wanted(label); },
+      [this](ScanClass* cls) { return OnClass(cls); }, &scan_);
+  // A part whose cuts were not both found (a class gone) is not the part
+  // the other jobs agree on.
+  if (s.ok() && part_build_ &&
+      (scan_.classes != plan_.class_names ||
+       (options_.scan.flat && plan_.samples > 0 &&
+        units_ != plan_.classes.size()) ||
+       (!plan_.lo.fixed && !plan_.lo.located) ||
+       (!plan_.hi.fixed && !plan_.hi.located))) {
+    s = Status::IOError(changed_classes_);
+  }
+  walk_seconds_ = SecondsSince(walk_t0);
+  queue_.Finish(std::move(s));
+}
+
+// The scanning thread stops (between directories) when the building thread
+// does: on an error, Ctrl-C, or when done.
+Status Builder::StartScan() {
+  options_.scan.cancel = &scan_stop_;
   try {
-    scanner = std::thread(scan_body);
+    scanner_ = std::thread([this] { ScanThread(); });
   } catch (const std::system_error& e) {
-    writer->Abandon();
+    writer_->Abandon();
     return Status::IOError(std::string("cannot start a thread: ") + e.what());
   }
-  struct Joiner {
-    ClassQueue& queue;
-    std::atomic<bool>& stop;
-    std::thread& thread;
-    ~Joiner() {
-      stop = true;
-      queue.Stop();
-      if (thread.joinable()) thread.join();
-    }
-  } joiner{queue, scan_stop, scanner};
-  reporter.SetRefresh([&](BuildProgress* p) { queue.Describe(p); });
+  reporter_.SetRefresh([this](BuildProgress* p) { queue_.Describe(p); });
+  return Status::OK();
+}
 
-  // Pack the classes as they come, chunk_samples at a time.  The first run
-  // waits for chunk_samples or the whole scan: a tree that small is listed
-  // whole first, so its empty classes and scan errors stop the build before
-  // any file is read and its progress has an exact total from the start.
-  // While it waits for the scan the building thread still reports (and
-  // so notices a Ctrl-C the callback raises).
-  auto idle = [&] { reporter.Tick(*writer); };
-  Status s;
-  if (!queue.WaitFor(chunk_samples, options.cancel, idle)) {
-    s = Status::Aborted("interrupted");
+void Builder::StopScan() {
+  scan_stop_ = true;
+  queue_.Stop();
+  if (scanner_.joinable()) scanner_.join();
+}
+
+// The class table: pass 1's, or the scan's (set before its first class).
+void Builder::NameClasses() {
+  if (named_) return;
+  named_ = true;
+  names_ = part_build_ ? plan_.class_names : queue_.names();
+}
+
+// Packs the classes as they come, chunk_samples_ at a time.  The first run
+// waits for chunk_samples_ or the whole scan: a tree that small is listed
+// whole first, so its empty classes and scan errors stop the build before
+// any file is read and its progress has an exact total from the start.
+// While it waits for the scan the building thread still reports (and so
+// notices a Ctrl-C the callback raises).
+Status Builder::PackAsListed() {
+  auto idle = [&] { reporter_.Tick(*writer_); };
+  if (!queue_.WaitFor(chunk_samples_, options_.cancel, idle)) {
+    return Status::Aborted("interrupted");
   }
-  // The class table: pass 1's, or the scan's (set before its first class).
-  std::vector<std::string> names;
-  bool named = false;
-  auto name_classes = [&] {
-    if (named) return;
-    named = true;
-    names = part_build ? plan.class_names : queue.names();
-  };
-  std::vector<std::string> empty;
   std::vector<ScanEntry> chunk;
-  bool started = false, more = true;
-  while (s.ok() && more) {
+  bool more = true;
+  while (more) {
     chunk.clear();
     ScanClass cls;
-    while (chunk.size() < chunk_samples) {
-      if (!queue.Pop(&cls, options.cancel, idle)) {
+    while (chunk.size() < chunk_samples_) {
+      if (!queue_.Pop(&cls, options_.cancel, idle)) {
         more = false;
         break;
       }
-      name_classes();
-      if (cls.entries.empty() && !options.scan.flat && !part_build &&
-          !options.scan.allow_empty) {
-        empty.push_back(names[cls.label]);
+      NameClasses();
+      if (cls.entries.empty() && !options_.scan.flat && !part_build_ &&
+          !options_.scan.allow_empty) {
+        empty_.push_back(names_[cls.label]);
       }
-      if (!empty.empty()) continue;  // the build fails: list the rest only
+      if (!empty_.empty()) continue;  // the build fails: list the rest only
       internal::MoveEntries(&cls.entries, &chunk);
     }
-    if (Cancelled(options)) {
-      s = Status::Aborted("interrupted");
-      break;
-    }
+    if (Cancelled(options_)) return Status::Aborted("interrupted");
     if (!more) {
       // The scan's own error comes first (it may be why no class came).
-      if (queue.done()) {
-        s = queue.status();
-      } else {
-        s = Status::Aborted("interrupted");
-      }
-      if (!s.ok()) break;
+      Status s =
+          queue_.done() ? queue_.status() : Status::Aborted("interrupted");
+      if (!s.ok()) return s;
     }
-    if (!empty.empty() || chunk.empty()) continue;
-    if (!started) {
-      started = true;
-      s = internal::DescribeSource(root, names, options, writer.get());
-      if (!s.ok()) break;
-      reporter.Start();
+    if (!empty_.empty() || chunk.empty()) continue;
+    if (!started_) {
+      started_ = true;
+      UFSPACK_RETURN_IF_ERROR(
+          internal::DescribeSource(root_, names_, options_, writer_.get()));
+      reporter_.Start();
     }
-    s = AddRecords(root, chunk, options, writer.get(), &reporter, summary);
+    UFSPACK_RETURN_IF_ERROR(AddRecords(root_, chunk, options_, writer_.get(),
+                                       &reporter_, summary_));
   }
-  scan_stop = true;
-  queue.Stop();
-  scanner.join();
-  // Listing time: pass 1, and the scanning thread's time not spent waiting
-  // for the packing to take what it listed.
-  summary->scan_seconds +=
-      std::max(0.0, walk_seconds - queue.blocked_seconds());
-  // The scan's warnings go first, as the scan came first.
-  {
-    std::vector<std::string> read_warnings = std::move(summary->warnings);
-    summary->warnings.clear();
-    if (!part_build) {
-      for (std::string& w : scan.warnings) Warn(summary, std::move(w));
-      summary->skipped += scan.skipped;
-      if (dropped) {
-        Warn(summary, src +
-                          ": the output directory is the source root; not "
-                          "packing the pack's own files");
-      }
-    } else if (!s.ok()) {
-      // Pass 1 reported the tree's warnings; pass 2's may say why its
-      // classes changed (a directory now unreadable, skipped).
-      for (std::string& w : scan.warnings) Warn(summary, std::move(w));
+  return Status::OK();
+}
+
+// The listing time (pass 1, and the scanning thread's time not spent
+// waiting for the packing to take what it listed) and the warnings, the
+// scan's first, as the scan came first.
+void Builder::CollectWarnings(const Status& s) {
+  summary_->scan_seconds +=
+      std::max(0.0, walk_seconds_ - queue_.blocked_seconds());
+  std::vector<std::string> read_warnings = std::move(summary_->warnings);
+  summary_->warnings.clear();
+  if (!part_build_) {
+    for (std::string& w : scan_.warnings) Warn(summary_, std::move(w));
+    summary_->skipped += scan_.skipped;
+    if (dropped_) {
+      Warn(summary_, src_ +
+                         ": the output directory is the source root; not "
+                         "packing the pack's own files");
     }
-    for (std::string& w : read_warnings) Warn(summary, std::move(w));
+  } else if (!s.ok()) {
+    // Pass 1 reported the tree's warnings; pass 2's may say why its
+    // classes changed (a directory now unreadable, skipped).
+    for (std::string& w : scan_.warnings) Warn(summary_, std::move(w));
   }
-  if (s.ok() && !empty.empty()) {
-    s = EmptyClassesError(root, empty, options.scan);
+  for (std::string& w : read_warnings) Warn(summary_, std::move(w));
+}
+
+Status Builder::Finish(Status s) {
+  if (s.ok() && !empty_.empty()) {
+    s = EmptyClassesError(root_, empty_, options_.scan);
   }
-  if (s.ok() && !started) {
+  if (s.ok() && !started_) {
     // Nothing to pack (empty classes allowed, or a part with no sample):
     // still a valid pack, with its class table.
-    name_classes();
-    s = internal::DescribeSource(root, names, options, writer.get());
-    if (s.ok()) reporter.Start();
+    NameClasses();
+    s = internal::DescribeSource(root_, names_, options_, writer_.get());
+    if (s.ok()) reporter_.Start();
   }
-  if (s.ok() && part_build)
-    s = RecordPart(options, plan, writer.get(), summary);
-  const uint64_t classes = options.scan.flat ? 0 : names.size();
-  UFSPACK_RETURN_IF_ERROR(
-      FinishPack(s, options, writer.get(), &reporter, classes, summary));
-  summary->seconds = SecondsSince(t0);
-  return Status::OK();
+  if (s.ok() && part_build_) {
+    s = RecordPart(options_, plan_, writer_.get(), summary_);
+  }
+  const uint64_t classes = options_.scan.flat ? 0 : names_.size();
+  return FinishPack(s, options_, writer_.get(), &reporter_, classes,
+                    summary_);
+}
+
+}  // namespace
+
+Status BuildPack(const std::string& src, const std::string& out_dir,
+                 const BuildOptions& options, BuildSummary* summary) {
+  *summary = BuildSummary();
+  Builder builder(src, options, summary);
+  return builder.Run(out_dir);
 }
 
 namespace internal {
