@@ -253,21 +253,65 @@ Status Upload(const std::string& staging, const std::string& url,
   return s;
 }
 
-}  // namespace
+// What `ufspack build` was asked to do.
+struct BuildArgs {
+  std::string src, out, staging_parent;
+  bool to_s3 = false, quiet = false, no_progress = false, json = false,
+       verbose = false;
+  uint64_t part_bytes = UploadOptions().part_bytes;
+  BuildOptions options;
+};
 
-int CmdBuild(const Argv& argv) {
+// --extensions lists (comma-separated, repeatable) into the scan options.
+int ParseExtensions(const std::vector<std::string>& lists,
+                    ScanOptions* scan) {
+  scan->extensions.clear();
+  for (const std::string& list : lists) {
+    size_t start = 0;
+    while (start <= list.size()) {
+      size_t comma = list.find(',', start);
+      if (comma == std::string::npos) comma = list.size();
+      std::string ext = list.substr(start, comma - start);
+      if (!ext.empty()) scan->extensions.push_back(ext);
+      start = comma + 1;
+    }
+  }
+  if (scan->extensions.empty()) {
+    return Usage("build", "--extensions needs at least one suffix");
+  }
+  return kExitOk;
+}
+
+// --part <i>/<n>.
+int ParsePart(const std::string& text, BuildOptions* options) {
+  const size_t slash = text.find('/');
+  uint64_t part = 0, parts = 0;
+  if (slash == std::string::npos || !ParseUint(text.substr(0, slash), &part) ||
+      !ParseUint(text.substr(slash + 1), &parts) || parts < 1 ||
+      parts > 1000000 || part >= parts) {
+    return Usage("build",
+                 "--part takes <i>/<n> with 0 <= i < n <= 1000000, "
+                 "not '" +
+                     text + "'");
+  }
+  options->part = static_cast<uint32_t>(part);
+  options->parts = static_cast<uint32_t>(parts);
+  return kExitOk;
+}
+
+// The exit status when the command ends here (--help, a usage error), else
+// -1 (as CommandLine::Parse).
+int ParseBuildArgs(const Argv& argv, BuildArgs* a) {
   CommandLine cl("build");
   CLI::App& app = cl.app();
-  std::string src, out, threads_text, compress = "none", staging_parent,
-                                      part_size_text, part_text;
+  std::string threads_text, compress = "none", part_size_text, part_text;
   std::vector<std::string> extension_lists;
   bool all_files = false, flat = false, allow_empty = false,
-       skip_unreadable = false, quiet = false, no_progress = false,
-       json = false, verbose = false;
-  app.add_option("dir", src)->required();
-  CLI::Option* output_opt = app.add_option("-o,--output", out);
+       skip_unreadable = false;
+  app.add_option("dir", a->src)->required();
+  CLI::Option* output_opt = app.add_option("-o,--output", a->out);
   CLI::Option* threads_opt = app.add_option("-j,--threads", threads_text);
-  CLI::Option* staging_opt = app.add_option("--staging", staging_parent);
+  CLI::Option* staging_opt = app.add_option("--staging", a->staging_parent);
   CLI::Option* part_size_opt = app.add_option("--part-size", part_size_text);
   app.add_option("--compress", compress);
   CLI::Option* part_opt = app.add_option("--part", part_text);
@@ -278,29 +322,29 @@ int CmdBuild(const Argv& argv) {
   app.add_flag("--flat", flat);
   app.add_flag("--allow-empty", allow_empty);
   app.add_flag("--skip-unreadable", skip_unreadable);
-  app.add_flag("-q,--quiet", quiet);
-  app.add_flag("--no-progress", no_progress);
-  app.add_flag("--json", json);
-  app.add_flag("-v,--verbose", verbose);
+  app.add_flag("-q,--quiet", a->quiet);
+  app.add_flag("--no-progress", a->no_progress);
+  app.add_flag("--json", a->json);
+  app.add_flag("-v,--verbose", a->verbose);
   if (int rc = cl.Parse(argv); rc >= 0) return rc;
-  if (output_opt->count() == 0) out = DefaultOutput(src);
-  const bool to_s3 = IsS3(out);
-  if (IsHttp(out)) {
-    return Usage("build", out.substr(0, out.find('?')) +
+  if (output_opt->count() == 0) a->out = DefaultOutput(a->src);
+  a->to_s3 = IsS3(a->out);
+  if (IsHttp(a->out)) {
+    return Usage("build", a->out.substr(0, a->out.find('?')) +
                               ": read-only: upload to s3:// only (https:// "
                               "and http:// packs can be read, not written)");
   }
-  if (!to_s3 && (staging_opt->count() > 0 || part_size_opt->count() > 0)) {
+  if (!a->to_s3 &&
+      (staging_opt->count() > 0 || part_size_opt->count() > 0)) {
     return Usage("build", "--staging and --part-size are for s3:// output");
   }
-  uint64_t part_bytes = UploadOptions().part_bytes;
   if (part_size_opt->count() > 0 &&
-      (!ParseSize(part_size_text, &part_bytes) || part_bytes < (5 << 20) ||
-       part_bytes > (uint64_t{5} << 30))) {
+      (!ParseSize(part_size_text, &a->part_bytes) ||
+       a->part_bytes < (5 << 20) || a->part_bytes > (uint64_t{5} << 30))) {
     return Usage("build", "--part-size takes a size from 5M to 5G, not '" +
                               part_size_text + "'");
   }
-  BuildOptions options;
+  BuildOptions& options = a->options;
   int threads = 0;
   if (int rc =
           ThreadsOption("build", threads_opt, threads_text, 32, 1024, &threads);
@@ -313,73 +357,34 @@ int CmdBuild(const Argv& argv) {
     return rc;
   }
   if (extensions_opt->count() > 0) {
-    options.scan.extensions.clear();
-    for (const std::string& list : extension_lists) {
-      size_t start = 0;
-      while (start <= list.size()) {
-        size_t comma = list.find(',', start);
-        if (comma == std::string::npos) comma = list.size();
-        std::string ext = list.substr(start, comma - start);
-        if (!ext.empty()) options.scan.extensions.push_back(ext);
-        start = comma + 1;
-      }
-    }
-    if (options.scan.extensions.empty()) {
-      return Usage("build", "--extensions needs at least one suffix");
+    if (int rc = ParseExtensions(extension_lists, &options.scan);
+        rc != kExitOk) {
+      return rc;
     }
   }
   if (part_opt->count() > 0) {
-    const size_t slash = part_text.find('/');
-    uint64_t part = 0, parts = 0;
-    if (slash == std::string::npos ||
-        !ParseUint(part_text.substr(0, slash), &part) ||
-        !ParseUint(part_text.substr(slash + 1), &parts) || parts < 1 ||
-        parts > 1000000 || part >= parts) {
-      return Usage("build",
-                   "--part takes <i>/<n> with 0 <= i < n <= 1000000, "
-                   "not '" +
-                       part_text + "'");
-    }
-    options.part = static_cast<uint32_t>(part);
-    options.parts = static_cast<uint32_t>(parts);
+    if (int rc = ParsePart(part_text, &options); rc != kExitOk) return rc;
   }
   options.scan.all_files = all_files;
   options.scan.flat = flat;
   options.scan.allow_empty = allow_empty;
   options.skip_unreadable = skip_unreadable;
+  return -1;
+}
 
-  InstallSignalHandlers();
-  // s3:// output: built here first, removed (with the pack) on return.
-  StagingDir staging;
-  std::string build_dir = out;
-  if (to_s3) {
-    Status st = staging.Create(staging_parent);
-    if (!st.ok()) {
-      PrintError(st);
-      if (json) {
-        std::fputs(("{\"ok\":false,\"error\":" + JsonString(st.message()) +
-                    ",\"interrupted\":false,\"exit_code\":1,\"output\":" +
-                    JsonString(out) + "}\n")
-                       .c_str(),
-                   stdout);
-      }
-      return kExitFailure;
-    }
-    build_dir = staging.path();
-  }
-  options.cancel = InterruptFlag();
-  Progress progress(!quiet && !no_progress);
-  progress.Update("scanning " + Printable(src) + " ...", true);
-  options.progress = [&](const BuildProgress& p) {
-    if (!progress.enabled()) return;
+// The progress line of a build of `src`.
+std::function<void(const BuildProgress&)> ProgressLine(const std::string& src,
+                                                       Progress* progress) {
+  return [src, progress](const BuildProgress& p) {
+    if (!progress->enabled()) return;
     const std::string classes =
         p.classes_total > 0 ? "class " + FormatCount(p.classes_scanned) + "/" +
                                   FormatCount(p.classes_total)
                             : "";
     if (p.splitting) {
-      progress.Update("sizing " + Printable(src) +
-                      " for the split: " + FormatCount(p.files_total) +
-                      " files" + (classes.empty() ? "" : ", " + classes));
+      progress->Update("sizing " + Printable(src) +
+                       " for the split: " + FormatCount(p.files_total) +
+                       " files" + (classes.empty() ? "" : ", " + classes));
       return;
     }
     // While a large tree is still being listed the total grows: estimate
@@ -394,7 +399,7 @@ int CmdBuild(const Argv& argv) {
     double eta = rate > 0 && (p.scan_done || p.classes_total > 0)
                      ? (total - static_cast<double>(p.files_done)) / rate
                      : -1;
-    progress.Update(
+    progress->Update(
         "packing " + FormatCount(p.files_done) + "/" +
         (p.scan_done
              ? FormatCount(p.files_total)
@@ -404,119 +409,170 @@ int CmdBuild(const Argv& argv) {
         FormatCount(static_cast<uint64_t>(rate)) + " files/s  ETA " +
         (p.scan_done || eta < 0 ? "" : "~") + FormatDuration(eta));
   };
+}
+
+// A failed (or interrupted) build: the message, and the JSON object.
+int ReportFailure(const BuildArgs& a, const Status& s,
+                  const BuildSummary& summary, bool upload_started) {
+  const int code = s.IsAborted() ? kExitInterrupted : ExitCodeFor(s);
+  if (s.IsAborted()) {
+    std::fprintf(stderr, "ufspack: interrupted; %s left as it was\n",
+                 Printable(a.out).c_str());
+  } else {
+    PrintError(s);
+    // An upload error says itself what it left at the destination.
+    if (!upload_started) {
+      std::fprintf(stderr, "ufspack: nothing written; %s left as it was\n",
+                   Printable(a.out).c_str());
+    }
+  }
+  if (a.json) {
+    std::string j = "{\"ok\":false,\"error\":" + JsonString(s.message());
+    j += ",\"interrupted\":" + std::string(s.IsAborted() ? "true" : "false");
+    j += ",\"exit_code\":" + std::to_string(code);
+    j += ",\"output\":" + JsonString(a.out);
+    j += SkipsJson(a.src, summary) + "}\n";
+    std::fflush(stderr);
+    std::fputs(j.c_str(), stdout);
+  }
+  return code;
+}
+
+// The JSON object of a build that succeeded.
+std::string SuccessJson(const BuildArgs& a, const BuildSummary& summary,
+                        const std::string& index_name,
+                        const std::string& data_name, double ratio,
+                        uint64_t uploaded, double upload_seconds) {
+  const BuildOptions& options = a.options;
+  std::string j = "{\"ok\":true";
+  j += ",\"output\":" + JsonString(a.out);
+  j += ",\"index\":" + JsonString(index_name);
+  j += ",\"data\":" + JsonString(data_name);
+  if (a.to_s3) {
+    j += ",\"url\":" + JsonString(a.out);
+    j += ",\"uploaded_bytes\":" + std::to_string(uploaded);
+    j += ",\"upload_seconds\":" + Fixed(upload_seconds, 3);
+  }
+  j += ",\"pack_id\":\"" + summary.pack_id.ToHex() + "\"";
+  j += ",\"files\":" + std::to_string(summary.files);
+  j += ",\"classes\":" + std::to_string(summary.classes);
+  j += ",\"compressed_records\":" + std::to_string(summary.compressed);
+  j += ",\"bytes_in\":" + std::to_string(summary.bytes_in);
+  j += ",\"bytes_out\":" + std::to_string(summary.bytes_out);
+  j += ",\"index_bytes\":" + std::to_string(summary.index_bytes);
+  j += ",\"compression_ratio\":" + Fixed(ratio, 4);
+  if (options.parts > 1) {
+    j += ",\"part\":" + std::to_string(options.part);
+    j += ",\"parts\":" + std::to_string(options.parts);
+    j += ",\"part_first\":" + std::to_string(summary.part_first);
+    j += ",\"part_samples\":" + std::to_string(summary.part_samples);
+    j += ",\"split_samples\":" + std::to_string(summary.split_samples);
+  }
+  j += ",\"scan_seconds\":" + Fixed(summary.scan_seconds, 3);
+  j += ",\"seconds\":" + Fixed(summary.seconds, 3);
+  j += SkipsJson(a.src, summary) + "}\n";
+  return j;
+}
+
+// The summary lines of a build that succeeded.
+void PrintSuccess(const BuildArgs& a, const BuildSummary& summary,
+                  double ratio, uint64_t uploaded, double upload_seconds) {
+  const BuildOptions& options = a.options;
+  std::printf(
+      "packed %s files (%s in, %s data + %s index out, ratio %s) in %s "
+      "classes, %s skipped, %s s (%s files/s) -> %s\n",
+      FormatCount(summary.files).c_str(), FormatBytes(summary.bytes_in).c_str(),
+      FormatBytes(summary.bytes_out).c_str(),
+      FormatBytes(summary.index_bytes).c_str(), Fixed(ratio, 2).c_str(),
+      FormatCount(summary.classes).c_str(),
+      FormatCount(summary.skipped).c_str(), Fixed(summary.seconds, 2).c_str(),
+      FormatCount(summary.seconds > 0
+                      ? static_cast<uint64_t>(summary.files / summary.seconds)
+                      : summary.files)
+          .c_str(),
+      Printable(a.out).c_str());
+  if (options.parts > 1) {
+    std::printf("part %u/%u: samples %s to %s of %s\n", options.part,
+                options.parts, FormatCount(summary.part_first).c_str(),
+                FormatCount(summary.part_first + summary.part_samples).c_str(),
+                FormatCount(summary.split_samples).c_str());
+  }
+  if (a.to_s3) {
+    std::printf("uploaded %s to %s in %s s (%s MB/s)\n",
+                FormatBytes(uploaded).c_str(), Printable(a.out).c_str(),
+                Fixed(upload_seconds, 2).c_str(),
+                Fixed(upload_seconds > 0 ? static_cast<double>(uploaded) /
+                                               upload_seconds / 1e6
+                                         : 0,
+                      1)
+                    .c_str());
+  }
+}
+
+}  // namespace
+
+int CmdBuild(const Argv& argv) {
+  BuildArgs a;
+  if (int rc = ParseBuildArgs(argv, &a); rc >= 0) return rc;
+  InstallSignalHandlers();
+  // s3:// output: built here first, removed (with the pack) on return.
+  StagingDir staging;
+  std::string build_dir = a.out;
+  if (a.to_s3) {
+    Status st = staging.Create(a.staging_parent);
+    if (!st.ok()) {
+      PrintError(st);
+      if (a.json) {
+        std::fputs(("{\"ok\":false,\"error\":" + JsonString(st.message()) +
+                    ",\"interrupted\":false,\"exit_code\":1,\"output\":" +
+                    JsonString(a.out) + "}\n")
+                       .c_str(),
+                   stdout);
+      }
+      return kExitFailure;
+    }
+    build_dir = staging.path();
+  }
+  a.options.cancel = InterruptFlag();
+  Progress progress(!a.quiet && !a.no_progress);
+  progress.Update("scanning " + Printable(a.src) + " ...", true);
+  a.options.progress = ProgressLine(a.src, &progress);
 
   BuildSummary summary;
-  Status s = BuildPack(src, build_dir, options, &summary);
+  Status s = BuildPack(a.src, build_dir, a.options, &summary);
   uint64_t uploaded = 0;
   double upload_seconds = 0;
   bool upload_started = false;
-  if (s.ok() && to_s3) {
+  if (s.ok() && a.to_s3) {
     upload_started = true;
-    if (verbose) {
+    if (a.verbose) {
       progress.Clear();
       PrintPackedRecords(build_dir);
     }
-    s = Upload(build_dir, out, part_bytes, &progress, &uploaded,
+    s = Upload(build_dir, a.out, a.part_bytes, &progress, &uploaded,
                &upload_seconds);
   }
   progress.Clear();
   for (const std::string& w : summary.warnings) {
     std::fprintf(stderr, "ufspack: warning: %s\n", Printable(w).c_str());
   }
-  if (!s.ok()) {
-    const int code = s.IsAborted() ? kExitInterrupted : ExitCodeFor(s);
-    if (s.IsAborted()) {
-      std::fprintf(stderr, "ufspack: interrupted; %s left as it was\n",
-                   Printable(out).c_str());
-    } else {
-      PrintError(s);
-      // An upload error says itself what it left at the destination.
-      if (!upload_started) {
-        std::fprintf(stderr, "ufspack: nothing written; %s left as it was\n",
-                     Printable(out).c_str());
-      }
-    }
-    if (json) {
-      std::string j = "{\"ok\":false,\"error\":" + JsonString(s.message());
-      j += ",\"interrupted\":" + std::string(s.IsAborted() ? "true" : "false");
-      j += ",\"exit_code\":" + std::to_string(code);
-      j += ",\"output\":" + JsonString(out);
-      j += SkipsJson(src, summary) + "}\n";
-      std::fflush(stderr);
-      std::fputs(j.c_str(), stdout);
-    }
-    return code;
-  }
-  if (verbose && !to_s3) PrintPackedRecords(out);
+  if (!s.ok()) return ReportFailure(a, s, summary, upload_started);
+  if (a.verbose && !a.to_s3) PrintPackedRecords(a.out);
   std::string index_name = summary.index_path, data_name = summary.data_path;
-  if (to_s3 && !ResolvePackPath(out, &index_name, &data_name).ok()) {
-    index_name = data_name = out;  // not reached: the upload resolved it
+  if (a.to_s3 && !ResolvePackPath(a.out, &index_name, &data_name).ok()) {
+    index_name = data_name = a.out;  // not reached: the upload resolved it
   }
   const double ratio = summary.bytes_out > 0
                            ? static_cast<double>(summary.bytes_in) /
                                  static_cast<double>(summary.bytes_out)
                            : 1.0;
-  if (json) {
-    std::string j = "{\"ok\":true";
-    j += ",\"output\":" + JsonString(out);
-    j += ",\"index\":" + JsonString(index_name);
-    j += ",\"data\":" + JsonString(data_name);
-    if (to_s3) {
-      j += ",\"url\":" + JsonString(out);
-      j += ",\"uploaded_bytes\":" + std::to_string(uploaded);
-      j += ",\"upload_seconds\":" + Fixed(upload_seconds, 3);
-    }
-    j += ",\"pack_id\":\"" + summary.pack_id.ToHex() + "\"";
-    j += ",\"files\":" + std::to_string(summary.files);
-    j += ",\"classes\":" + std::to_string(summary.classes);
-    j += ",\"compressed_records\":" + std::to_string(summary.compressed);
-    j += ",\"bytes_in\":" + std::to_string(summary.bytes_in);
-    j += ",\"bytes_out\":" + std::to_string(summary.bytes_out);
-    j += ",\"index_bytes\":" + std::to_string(summary.index_bytes);
-    j += ",\"compression_ratio\":" + Fixed(ratio, 4);
-    if (options.parts > 1) {
-      j += ",\"part\":" + std::to_string(options.part);
-      j += ",\"parts\":" + std::to_string(options.parts);
-      j += ",\"part_first\":" + std::to_string(summary.part_first);
-      j += ",\"part_samples\":" + std::to_string(summary.part_samples);
-      j += ",\"split_samples\":" + std::to_string(summary.split_samples);
-    }
-    j += ",\"scan_seconds\":" + Fixed(summary.scan_seconds, 3);
-    j += ",\"seconds\":" + Fixed(summary.seconds, 3);
-    j += SkipsJson(src, summary) + "}\n";
-    std::fputs(j.c_str(), stdout);
-  } else if (!quiet) {
-    std::printf(
-        "packed %s files (%s in, %s data + %s index out, ratio %s) in %s "
-        "classes, %s skipped, %s s (%s files/s) -> %s\n",
-        FormatCount(summary.files).c_str(),
-        FormatBytes(summary.bytes_in).c_str(),
-        FormatBytes(summary.bytes_out).c_str(),
-        FormatBytes(summary.index_bytes).c_str(), Fixed(ratio, 2).c_str(),
-        FormatCount(summary.classes).c_str(),
-        FormatCount(summary.skipped).c_str(), Fixed(summary.seconds, 2).c_str(),
-        FormatCount(summary.seconds > 0
-                        ? static_cast<uint64_t>(summary.files / summary.seconds)
-                        : summary.files)
-            .c_str(),
-        Printable(out).c_str());
-    if (options.parts > 1) {
-      std::printf(
-          "part %u/%u: samples %s to %s of %s\n", options.part, options.parts,
-          FormatCount(summary.part_first).c_str(),
-          FormatCount(summary.part_first + summary.part_samples).c_str(),
-          FormatCount(summary.split_samples).c_str());
-    }
-    if (to_s3) {
-      std::printf("uploaded %s to %s in %s s (%s MB/s)\n",
-                  FormatBytes(uploaded).c_str(), Printable(out).c_str(),
-                  Fixed(upload_seconds, 2).c_str(),
-                  Fixed(upload_seconds > 0 ? static_cast<double>(uploaded) /
-                                                 upload_seconds / 1e6
-                                           : 0,
-                        1)
-                      .c_str());
-    }
+  if (a.json) {
+    std::fputs(SuccessJson(a, summary, index_name, data_name, ratio, uploaded,
+                           upload_seconds)
+                   .c_str(),
+               stdout);
+  } else if (!a.quiet) {
+    PrintSuccess(a, summary, ratio, uploaded, upload_seconds);
   }
   return kExitOk;
 }
