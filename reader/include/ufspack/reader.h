@@ -130,7 +130,7 @@ struct PackInfo {
 };
 
 namespace internal {
-class ZstdOutput;  // reader.cc
+class ZstdOutput;  // reader/src/record_codec.h
 struct PartSet;    // merged.h
 }  // namespace internal
 
