@@ -279,91 +279,80 @@ Status EmptyClassesError(const std::string& root,
       "; use --allow-empty to keep empty classes");
 }
 
-Status ScanTreeByClass(const std::string& root_in,
-                       const ScanOptions& options_in,
-                       const std::function<bool(uint32_t)>& want,
-                       const std::function<Status(ScanClass*)>& sink,
-                       ScanResult* result) {
-  ScanOptions options = options_in;
-  options.extensions = NormalizeExtensions(options.extensions);
-  std::string root = root_in;
-  while (root.size() > 1 && root.back() == '/') root.pop_back();
-  *result = ScanResult();
-  result->root = root;
+namespace {
 
-  struct stat st;
-  if (::stat(root.c_str(), &st) != 0) return Status::FromErrno(root, errno);
-  if (!S_ISDIR(st.st_mode)) {
-    return Status::InvalidArgument(root + ": not a directory");
-  }
-  Walker walker{options, result, {}};
-  // In class mode the root itself is an ancestor of every walk: a symlink
-  // back to it is a loop.  (In flat mode the walk starts at the root.)
-  if (!options.flat) walker.ancestors.emplace_back(st.st_dev, st.st_ino);
-  auto accept = [&](const std::string& fname) {
-    return options.all_files || HasAllowedExtension(fname, options.extensions);
-  };
-  auto by_rel = [](const DirListing& x, const DirListing& y) {
-    return PyFsLess(x.rel, y.rel);
-  };
-  auto emit = [&](std::vector<DirListing>* listings, const std::string& prefix,
-                  std::vector<ScanEntry>* out, uint32_t label) {
-    std::sort(listings->begin(), listings->end(), by_rel);
-    for (DirListing& d : *listings) {
-      std::sort(d.files.begin(), d.files.end(), PyFsLess);
-      for (const std::string& f : d.files) {
-        if (!accept(f)) continue;
-        std::string name = prefix + d.rel;
-        if (!name.empty() && name[0] == '/') name.erase(0, 1);
-        if (!name.empty()) name += '/';
-        name += f;
-        out->push_back(ScanEntry{std::move(name), label});
-      }
-      d.files = std::vector<std::string>();  // freed as soon as emitted
+bool Accepted(const ScanOptions& options, const std::string& fname) {
+  return options.all_files || HasAllowedExtension(fname, options.extensions);
+}
+
+// Appends the accepted files of `listings` (directories below `prefix`) to
+// *out with `label`, in ImageFolder's order: directories by relative path,
+// files by name.  Each listing's names are freed as soon as emitted.
+void Emit(const ScanOptions& options, std::vector<DirListing>* listings,
+          const std::string& prefix, std::vector<ScanEntry>* out,
+          uint32_t label) {
+  std::sort(listings->begin(), listings->end(),
+            [](const DirListing& x, const DirListing& y) {
+              return PyFsLess(x.rel, y.rel);
+            });
+  for (DirListing& d : *listings) {
+    std::sort(d.files.begin(), d.files.end(), PyFsLess);
+    for (const std::string& f : d.files) {
+      if (!Accepted(options, f)) continue;
+      std::string name = prefix + d.rel;
+      if (!name.empty() && name[0] == '/') name.erase(0, 1);
+      if (!name.empty()) name += '/';
+      name += f;
+      out->push_back(ScanEntry{std::move(name), label});
     }
-  };
-
-  if (options.flat) {
-    // sorted(os.walk(root)) without holding the tree: the directory listed
-    // next is the smallest pending path (every directory not found yet
-    // lies below a pending one, and a path sorts after its prefixes), and
-    // its files are handed over at once.  What is held is the frontier of
-    // directories found and not yet listed.
-    if (want && !want(kFlatLabel)) return Status::OK();
-    struct Pending {
-      std::string rel;
-      std::vector<std::pair<dev_t, ino_t>> ancestors;
-    };
-    auto later = [](const Pending& a, const Pending& b) {
-      return PyFsLess(b.rel, a.rel);
-    };
-    std::vector<Pending> pending(1);  // a heap: the smallest path first
-    while (!pending.empty()) {
-      std::pop_heap(pending.begin(), pending.end(), later);
-      Pending p = std::move(pending.back());
-      pending.pop_back();
-      walker.ancestors = std::move(p.ancestors);
-      std::vector<DirListing> listing(1);
-      std::vector<std::string> subdirs;
-      std::pair<dev_t, ino_t> id;
-      bool listed = false;
-      UFSPACK_RETURN_IF_ERROR(walker.List(root + p.rel, p.rel, &listing[0],
-                                          &subdirs, &id, &listed));
-      if (!listed) continue;
-      walker.ancestors.push_back(id);
-      for (const std::string& d : subdirs) {
-        pending.push_back(Pending{p.rel + "/" + d, walker.ancestors});
-        std::push_heap(pending.begin(), pending.end(), later);
-      }
-      ScanClass files;
-      files.label = kFlatLabel;
-      emit(&listing, "", &files.entries, kFlatLabel);
-      if (!files.entries.empty()) UFSPACK_RETURN_IF_ERROR(sink(&files));
-    }
-    return Status::OK();
+    d.files = std::vector<std::string>();
   }
+}
 
-  // Classes: directories (following symlinks) directly under the root.
+// A flat tree: sorted(os.walk(root)) without holding the tree.  The
+// directory listed next is the smallest pending path (every directory not
+// found yet lies below a pending one, and a path sorts after its prefixes),
+// and its files are handed over at once.  What is held is the frontier of
+// directories found and not yet listed.
+Status ScanFlat(const std::string& root, Walker* walker,
+                const std::function<Status(ScanClass*)>& sink) {
+  struct Pending {
+    std::string rel;
+    std::vector<std::pair<dev_t, ino_t>> ancestors;
+  };
+  auto later = [](const Pending& a, const Pending& b) {
+    return PyFsLess(b.rel, a.rel);
+  };
+  std::vector<Pending> pending(1);  // a heap: the smallest path first
+  while (!pending.empty()) {
+    std::pop_heap(pending.begin(), pending.end(), later);
+    Pending p = std::move(pending.back());
+    pending.pop_back();
+    walker->ancestors = std::move(p.ancestors);
+    std::vector<DirListing> listing(1);
+    std::vector<std::string> subdirs;
+    std::pair<dev_t, ino_t> id;
+    bool listed = false;
+    UFSPACK_RETURN_IF_ERROR(walker->List(root + p.rel, p.rel, &listing[0],
+                                         &subdirs, &id, &listed));
+    if (!listed) continue;
+    walker->ancestors.push_back(id);
+    for (const std::string& d : subdirs) {
+      pending.push_back(Pending{p.rel + "/" + d, walker->ancestors});
+      std::push_heap(pending.begin(), pending.end(), later);
+    }
+    ScanClass files;
+    files.label = kFlatLabel;
+    Emit(walker->options, &listing, "", &files.entries, kFlatLabel);
+    if (!files.entries.empty()) UFSPACK_RETURN_IF_ERROR(sink(&files));
+  }
+  return Status::OK();
+}
+
+// The classes: directories (following symlinks) directly under the root,
+// sorted, into result->classes.
+Status ListClasses(const std::string& root, const ScanOptions& options,
+                   ScanResult* result) {
   DIR* dir = ::opendir(root.c_str());
   if (dir == nullptr)
     return Status::FromErrno(root + ": cannot read directory", errno);
@@ -408,127 +397,193 @@ Status ScanTreeByClass(const std::string& root_in,
     return Status::InvalidArgument(root + ": too many classes");
   }
   result->classes = std::move(classes);
-  const std::vector<std::string>& names = result->classes;
-  std::vector<uint32_t> todo;
-  for (size_t k = 0; k < names.size(); ++k) {
-    if (!want || want(static_cast<uint32_t>(k))) {
-      todo.push_back(static_cast<uint32_t>(k));
+  return Status::OK();
+}
+
+// Walks the classes `todo` (labels) and hands them to the sink in class
+// order on the calling thread.  The classes are walked concurrently (on a
+// network file system every directory read is a round trip), each into a
+// result of its own, so the output does not depend on the thread count.  A
+// sliding window: class i is walked only once class i - window was handed
+// over, and one slow class holds up the others only when the window is full
+// behind it.  Under options.max_held_files, a class is started only while
+// the samples walked and not handed over, plus the largest class seen so
+// far for each class being walked and this one, stay within it (the first
+// class is walked alone; the next class to hand over always starts).
+class ClassWalk {
+ public:
+  ClassWalk(const std::string& root, const ScanOptions& options,
+            const std::vector<std::pair<dev_t, ino_t>>& ancestors,
+            std::vector<uint32_t> todo,
+            const std::function<Status(ScanClass*)>& sink, ScanResult* result)
+      : root_(root),
+        options_(options),
+        ancestors_(ancestors),
+        todo_(std::move(todo)),
+        sink_(sink),
+        result_(result),
+        window_(std::min<size_t>(
+            todo_.size(), static_cast<size_t>(std::max(1, options.threads)))),
+        budget_(options.max_held_files) {}
+
+  Status Run() {
+    if (window_ <= 1) return RunAlone();
+    slots_.resize(window_);
+    // Fewer workers than asked for if threads cannot be started (a process
+    // or cgroup limit); none: the calling thread walks alone.
+    try {
+      for (size_t t = 0; t < window_; ++t) {
+        workers_.emplace_back([this] { Work(); });
+      }
+    } catch (const std::system_error&) {
+      if (workers_.empty()) return RunAlone();
     }
+    Status status;
+    for (size_t i = 0; i < todo_.size() && status.ok(); ++i) {
+      ClassScan* cs = &slots_[i % window_];
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        changed_.wait(lock, [&] { return cs->ready; });
+      }
+      const uint64_t n = cs->cls.entries.size();
+      status = HandOver(cs);
+      std::lock_guard<std::mutex> lock(mu_);
+      *cs = ClassScan();
+      handed_ = i + 1;
+      held_ -= n;
+      if (!status.ok()) stop_ = true;  // no class started after an error
+      changed_.notify_all();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      changed_.notify_all();
+    }
+    for (std::thread& t : workers_) t.join();
+    return status;
   }
-  // The classes are walked concurrently (on a network file system every
-  // directory read is a round trip), each into a result of its own, and
-  // handed over in class order on the calling thread: the output does not
-  // depend on the thread count.  A sliding window: class i is walked only
-  // once class i - window was handed over, and one slow class holds up the
-  // others only when the window is full behind it.  Under
-  // options.max_held_files, a class is started only while the samples
-  // walked and not handed over, plus the largest class seen so far for
-  // each class being walked and this one, stay within it (the first class
-  // is walked alone; the next class to hand over always starts).
+
+ private:
   struct ClassScan {
     ScanResult part;
     Status status;
     ScanClass cls;
     bool ready = false;
   };
-  const size_t window = std::min<size_t>(
-      todo.size(), static_cast<size_t>(std::max(1, options.threads)));
-  auto walk = [&](size_t i, ClassScan* cs) {
-    const uint32_t k = todo[i];
-    Walker w{options, &cs->part, walker.ancestors};
-    std::vector<DirListing> listings;
-    cs->status = w.Walk(root + "/" + names[k], "", &listings);
-    cs->cls.label = k;
-    if (cs->status.ok()) emit(&listings, names[k], &cs->cls.entries, k);
-  };
-  auto hand_over = [&](ClassScan* cs) -> Status {
-    for (std::string& w : cs->part.warnings) {
-      result->warnings.push_back(std::move(w));
-    }
-    result->skipped += cs->part.skipped;
-    UFSPACK_RETURN_IF_ERROR(cs->status);
-    return sink(&cs->cls);
-  };
-  if (window <= 1) {
-    for (size_t i = 0; i < todo.size(); ++i) {
+
+  const std::string& name(uint32_t k) const { return result_->classes[k]; }
+
+  Status RunAlone() {
+    for (size_t i = 0; i < todo_.size(); ++i) {
       ClassScan cs;
-      walk(i, &cs);
-      UFSPACK_RETURN_IF_ERROR(hand_over(&cs));
+      Walk(i, &cs);
+      UFSPACK_RETURN_IF_ERROR(HandOver(&cs));
     }
     return Status::OK();
   }
-  std::vector<ClassScan> slots(window);  // class i in slots[i % window]
-  std::mutex mu;
-  std::condition_variable changed;
-  size_t next = 0;       // the next class to walk
-  size_t handed = 0;     // classes handed over
-  size_t walking = 0;    // classes being walked
-  uint64_t held = 0;     // samples walked, not handed over
-  uint64_t largest = 0;  // samples of the largest class walked
-  bool stop = false;
-  const uint64_t budget = options.max_held_files;
-  auto may_start = [&] {
-    if (next >= handed + window) return false;
-    if (budget == 0 || next == handed) return true;
-    return largest > 0 && held + (walking + 1) * largest <= budget;
-  };
-  std::vector<std::thread> workers;
-  auto worker = [&] {
-    std::unique_lock<std::mutex> lock(mu);
+
+  void Walk(size_t i, ClassScan* cs) {
+    const uint32_t k = todo_[i];
+    Walker w{options_, &cs->part, ancestors_};
+    std::vector<DirListing> listings;
+    cs->status = w.Walk(root_ + "/" + name(k), "", &listings);
+    cs->cls.label = k;
+    if (cs->status.ok()) Emit(options_, &listings, name(k), &cs->cls.entries, k);
+  }
+
+  Status HandOver(ClassScan* cs) {
+    for (std::string& w : cs->part.warnings) {
+      result_->warnings.push_back(std::move(w));
+    }
+    result_->skipped += cs->part.skipped;
+    UFSPACK_RETURN_IF_ERROR(cs->status);
+    return sink_(&cs->cls);
+  }
+
+  // REQUIRES: mu_ held.
+  bool MayStart() const {
+    if (next_ >= handed_ + window_) return false;
+    if (budget_ == 0 || next_ == handed_) return true;
+    return largest_ > 0 && held_ + (walking_ + 1) * largest_ <= budget_;
+  }
+
+  void Work() {
+    std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
-      changed.wait(lock,
-                   [&] { return stop || next >= todo.size() || may_start(); });
-      if (stop || next >= todo.size()) return;
-      const size_t i = next++;
-      ++walking;
-      ClassScan* cs = &slots[i % window];
+      changed_.wait(lock,
+                    [&] { return stop_ || next_ >= todo_.size() || MayStart(); });
+      if (stop_ || next_ >= todo_.size()) return;
+      const size_t i = next_++;
+      ++walking_;
+      ClassScan* cs = &slots_[i % window_];
       lock.unlock();
-      walk(i, cs);
+      Walk(i, cs);
       lock.lock();
-      --walking;
-      held += cs->cls.entries.size();
-      largest = std::max<uint64_t>(largest, cs->cls.entries.size());
+      --walking_;
+      held_ += cs->cls.entries.size();
+      largest_ = std::max<uint64_t>(largest_, cs->cls.entries.size());
       cs->ready = true;
-      changed.notify_all();
-    }
-  };
-  // Fewer workers than asked for if threads cannot be started (a process
-  // or cgroup limit); none: the calling thread walks alone.
-  try {
-    for (size_t t = 0; t < window; ++t) workers.emplace_back(worker);
-  } catch (const std::system_error&) {
-    if (workers.empty()) {
-      for (size_t i = 0; i < todo.size(); ++i) {
-        ClassScan cs;
-        walk(i, &cs);
-        UFSPACK_RETURN_IF_ERROR(hand_over(&cs));
-      }
-      return Status::OK();
+      changed_.notify_all();
     }
   }
-  Status status;
-  for (size_t i = 0; i < todo.size() && status.ok(); ++i) {
-    ClassScan* cs = &slots[i % window];
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      changed.wait(lock, [&] { return cs->ready; });
+
+  const std::string& root_;
+  const ScanOptions& options_;
+  const std::vector<std::pair<dev_t, ino_t>>& ancestors_;
+  const std::vector<uint32_t> todo_;
+  const std::function<Status(ScanClass*)>& sink_;
+  ScanResult* const result_;
+  const size_t window_;
+  const uint64_t budget_;
+  std::vector<ClassScan> slots_;  // class i in slots_[i % window_]
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  size_t next_ = 0;       // the next class to walk
+  size_t handed_ = 0;     // classes handed over
+  size_t walking_ = 0;    // classes being walked
+  uint64_t held_ = 0;     // samples walked, not handed over
+  uint64_t largest_ = 0;  // samples of the largest class walked
+  bool stop_ = false;
+};
+
+}  // namespace
+
+Status ScanTreeByClass(const std::string& root_in,
+                       const ScanOptions& options_in,
+                       const std::function<bool(uint32_t)>& want,
+                       const std::function<Status(ScanClass*)>& sink,
+                       ScanResult* result) {
+  ScanOptions options = options_in;
+  options.extensions = NormalizeExtensions(options.extensions);
+  std::string root = root_in;
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  *result = ScanResult();
+  result->root = root;
+
+  struct stat st;
+  if (::stat(root.c_str(), &st) != 0) return Status::FromErrno(root, errno);
+  if (!S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument(root + ": not a directory");
+  }
+  Walker walker{options, result, {}};
+  if (options.flat) {
+    if (want && !want(kFlatLabel)) return Status::OK();
+    return ScanFlat(root, &walker, sink);
+  }
+  // In class mode the root itself is an ancestor of every walk: a symlink
+  // back to it is a loop.  (In flat mode the walk starts at the root.)
+  walker.ancestors.emplace_back(st.st_dev, st.st_ino);
+  UFSPACK_RETURN_IF_ERROR(ListClasses(root, options, result));
+  std::vector<uint32_t> todo;
+  for (size_t k = 0; k < result->classes.size(); ++k) {
+    if (!want || want(static_cast<uint32_t>(k))) {
+      todo.push_back(static_cast<uint32_t>(k));
     }
-    const uint64_t n = cs->cls.entries.size();
-    status = hand_over(cs);
-    std::lock_guard<std::mutex> lock(mu);
-    *cs = ClassScan();
-    handed = i + 1;
-    held -= n;
-    if (!status.ok()) stop = true;  // no class started after an error
-    changed.notify_all();
   }
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    stop = true;
-    changed.notify_all();
-  }
-  for (std::thread& t : workers) t.join();
-  return status;
+  ClassWalk walk(root, options, walker.ancestors, std::move(todo), sink,
+                 result);
+  return walk.Run();
 }
 
 Status ScanTree(const std::string& root, const ScanOptions& options,
