@@ -5,13 +5,6 @@
 // published by renames (docs/format.md, "Publishing a pack").
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
-#ifdef UFSPACK_HAVE_XXH_DISPATCH
-#include <xxh_x86dispatch.h>
-#define UFSPACK_XXH3_UPDATE XXH3_64bits_update_dispatch
-#else
-#define UFSPACK_XXH3_UPDATE XXH3_64bits_update
-#endif
 #include <zstd.h>
 
 #include <algorithm>
@@ -25,6 +18,7 @@
 #include "publish.h"
 #include "source_file.h"
 #include "spill.h"
+#include "xxh3.h"
 #include "ufspack/builder.h"
 #include "ufspack/coding.h"
 #include "ufspack/format.h"

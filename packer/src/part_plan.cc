@@ -2,13 +2,6 @@
 #include "part_plan.h"
 
 #include <sys/stat.h>
-#include <xxhash.h>
-#ifdef UFSPACK_HAVE_XXH_DISPATCH
-#include <xxh_x86dispatch.h>
-#define UFSPACK_XXH3_UPDATE XXH3_64bits_update_dispatch
-#else
-#define UFSPACK_XXH3_UPDATE XXH3_64bits_update
-#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -21,6 +14,7 @@
 #include "build_internal.h"
 #include "ufspack/coding.h"
 #include "ufspack/parallel.h"
+#include "xxh3.h"
 
 namespace ufspack {
 namespace internal {
