@@ -14,10 +14,10 @@ See docs/python.md.
 """
 
 from ufspack._core import CorruptPackError, __version__
+from ufspack.builder import AppendSummary, BuildSummary, MergeSummary, append, build, merge
 from ufspack.cache import Cache, CacheTierStats
 from ufspack.dataset import IMG_EXTENSIONS, BadSampleWarning, MyImageFolder, skip_none_collate
 from ufspack.pack import Pack, PackInfo, RecordInfo
-from ufspack.packing import AppendSummary, BuildSummary, MergeSummary, append, build, merge
 
 # The drop-in under torchvision's name: `from ufspack import ImageFolder`.
 ImageFolder = MyImageFolder
