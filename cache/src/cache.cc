@@ -23,13 +23,12 @@
 
 namespace ufspack {
 
+using cache_internal::kIndexCopyName;
 using cache_internal::PackCacheImpl;
 using cache_internal::Store;
 using cache_internal::Table;
 
 namespace {
-
-constexpr char kIndexCopyName[] = "index.ufs";
 
 // `path` made absolute and lexically normal ("a/./b/../c" -> "/cwd/a/c"),
 // without touching the file system: the source may be unreachable.

@@ -44,6 +44,35 @@ int OpenAt(int dir, const std::string& name, int flags, mode_t mode = 0) {
   return f;
 }
 
+// The names in the open directory `dir_fd` (not "." and ".."), read
+// through a descriptor of its own (readdir moves the open file's offset).
+std::vector<std::string> NamesIn(int dir_fd) {
+  std::vector<std::string> names;
+  const int listing = OpenAt(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (listing < 0) return names;
+  DIR* d = ::fdopendir(listing);
+  if (d == nullptr) {
+    ::close(listing);
+    return names;
+  }
+  while (struct dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  ::closedir(d);
+  return names;
+}
+
+// An entry of another owner (safe_dir.h: whose entries the cache uses).
+Status Foreign(const std::string& path, const char* kind,
+               const struct stat& st) {
+  return Unexpected(path,
+                    std::string("a ") + kind + " of user " +
+                        std::to_string(st.st_uid),
+                    "one of root, this process's user or the cache "
+                    "directory's owner");
+}
+
 }  // namespace
 
 SafeDir::~SafeDir() {
@@ -141,10 +170,7 @@ Status SafeDir::OpenDir(const std::string& name, bool create,
   }
   if (!OwnedByUs(st)) {
     ::close(f);
-    return Unexpected(path,
-                      "a directory of user " + std::to_string(st.st_uid),
-                      "one of root, this process's user or the cache "
-                      "directory's owner");
+    return Foreign(path, "directory", st);
   }
   SafeDir d;
   d.fd_ = f;
@@ -178,9 +204,7 @@ Status SafeDir::OpenFile(const std::string& name, int flags, int* fd,
   } else if (!S_ISREG(st.st_mode)) {
     s = Unexpected(path, Found(st), "a regular file");
   } else if (!OwnedByUs(st)) {
-    s = Unexpected(path, "a file of user " + std::to_string(st.st_uid),
-                   "one of root, this process's user or the cache "
-                   "directory's owner");
+    s = Foreign(path, "file", st);
   } else if ((flags & O_ACCMODE) != O_RDONLY && !any_links &&
              st.st_nlink != 1) {
     s = Unexpected(path,
@@ -259,9 +283,8 @@ Status SafeDir::Rename(const std::string& from, const SafeDir& dir,
   return Status::OK();
 }
 
-Status SafeDir::RenameNoReplace(const std::string& from, const std::string& to,
-                                bool* existed) const {
-  *existed = false;
+Status SafeDir::RenameNoReplace(const std::string& from,
+                                const std::string& to) const {
   if (::renameat2(fd_, from.c_str(), fd_, to.c_str(), RENAME_NOREPLACE) == 0) {
     return Status::OK();
   }
@@ -276,10 +299,7 @@ Status SafeDir::RenameNoReplace(const std::string& from, const std::string& to,
     e = errno;
   }
   ::unlinkat(fd_, from.c_str(), 0);
-  if (e == EEXIST) {
-    *existed = true;
-    return Status::OK();
-  }
+  if (e == EEXIST) return Status::OK();
   return Status::FromErrno(PathOf(to), e);
 }
 
@@ -326,23 +346,7 @@ bool SafeDir::RemoveTree(const std::string& name,
   return same && ::unlinkat(fd_, name.c_str(), AT_REMOVEDIR) == 0;
 }
 
-std::vector<std::string> SafeDir::List() const {
-  std::vector<std::string> names;
-  // A descriptor of its own: readdir moves the offset of the open file.
-  const int listing = OpenAt(fd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (listing < 0) return names;
-  DIR* d = ::fdopendir(listing);
-  if (d == nullptr) {
-    ::close(listing);
-    return names;
-  }
-  while (struct dirent* e = ::readdir(d)) {
-    const std::string n = e->d_name;
-    if (n != "." && n != "..") names.push_back(n);
-  }
-  ::closedir(d);
-  return names;
-}
+std::vector<std::string> SafeDir::List() const { return NamesIn(fd_); }
 
 uint64_t SafeDir::DiskBytes() const {
   struct stat st;
@@ -353,24 +357,14 @@ uint64_t SafeDir::DiskBytes() const {
 
 uint64_t SafeDir::DiskBytesBelow(int dir_fd, int depth) const {
   if (depth > kMaxDepth) return 0;
-  const int listing = OpenAt(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (listing < 0) return 0;
-  DIR* d = ::fdopendir(listing);
-  if (d == nullptr) {
-    ::close(listing);
-    return 0;
-  }
   uint64_t total = 0;
   std::vector<std::string> dirs;
-  while (struct dirent* e = ::readdir(d)) {
-    const std::string n = e->d_name;
-    if (n == "." || n == "..") continue;
+  for (const std::string& n : NamesIn(dir_fd)) {
     struct stat st;
     if (::fstatat(dir_fd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     total += static_cast<uint64_t>(st.st_blocks) * 512;
     if (S_ISDIR(st.st_mode)) dirs.push_back(n);
   }
-  ::closedir(d);
   for (const std::string& n : dirs) {
     const int sub =
         OpenAt(dir_fd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

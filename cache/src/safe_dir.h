@@ -80,9 +80,9 @@ class SafeDir {
                 const std::string& to) const;
   // Publishes `from` as `to` only if `to` does not exist: renameat2
   // RENAME_NOREPLACE, or link + unlink where the file system lacks it.
-  // AlreadyPresent is reported as *existed = true with OK.
-  Status RenameNoReplace(const std::string& from, const std::string& to,
-                         bool* existed) const;
+  // `from` is gone afterwards; OK also when `to` existed (another
+  // publisher was first).
+  Status RenameNoReplace(const std::string& from, const std::string& to) const;
   // Unlinks file (or link) `name` if an allowed owner's.
   Status Unlink(const std::string& name) const;
   // Removes entry `name`: a file or link (unlinked itself, never its

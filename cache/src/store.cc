@@ -85,7 +85,7 @@ bool IsHexName(const std::string& n) {
 
 // What a table directory holds (SafeDir::RemoveTree deletes only these).
 const std::vector<std::string> kTableFiles = {"key", "slots", "log",
-                                              "index.ufs"};
+                                              kIndexCopyName};
 
 // How long a lock is waited for.  Holders are brief (an eviction's rename,
 // a recount) except a table's creator, which copies the pack's index; a
@@ -272,9 +272,7 @@ Status Store::Init(uint64_t limit, uint64_t min_bytes) {
     const std::string tmp = ".ufspack-cache." + UniqueSuffix();
     UFSPACK_RETURN_IF_ERROR(root_.WriteNewFile(tmp, hdr));
     // Published whole, and only if no other process published first.
-    bool existed = false;  // another process published first: fine
-    UFSPACK_RETURN_IF_ERROR(
-        root_.RenameNoReplace(tmp, kHeaderFileName, &existed));
+    UFSPACK_RETURN_IF_ERROR(root_.RenameNoReplace(tmp, kHeaderFileName));
     hs = root_.OpenFile(kHeaderFileName, O_RDWR, &fd, &st, true);
   }
   UFSPACK_RETURN_IF_ERROR(hs);
@@ -481,7 +479,6 @@ Status Store::OpenTable(const std::string& name, uint64_t slot_count,
   for (int attempt = 0; attempt < 4; ++attempt) {
     std::unique_ptr<Table> t(new Table());
     t->store_ = this;
-    t->dir_ = path;
     t->hex_ = hex;
     t->table_id_ = NameId(name);
     Status opened = ns_.OpenDir(hex, false, &t->home_);
@@ -564,12 +561,12 @@ Status Store::OpenTableFiles(const std::string& name, uint64_t slot_count,
       a.st_ino != b.st_ino || a.st_dev != b.st_dev ||
       ::fstat(home.fd(), &c) != 0 || !ns_.Lstat(t->hex_, &d).ok() ||
       c.st_ino != d.st_ino || c.st_dev != d.st_dev) {
-    return Status::Aborted(t->dir_ + ": evicted while being opened");
+    return Status::Aborted(t->dir() + ": evicted while being opened");
   }
   char buf[4096];
   ssize_t n = ::pread(t->key_fd_, buf, sizeof(buf), 0);
   if (n < 0 || std::string(buf, static_cast<size_t>(n)) != name) {
-    return Status::Corruption(t->dir_ + "/key: expected table name '" +
+    return Status::Corruption(t->dir() + "/key: expected table name '" +
                               EscapeBytes(name) + "'");
   }
   int sfd = -1;

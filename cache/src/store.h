@@ -52,6 +52,8 @@ enum Counter : int {
 };
 
 inline constexpr char kHeaderFileName[] = "ufspack-cache";
+// A raw table's copy of the pack's index, in the disk tier.
+inline constexpr char kIndexCopyName[] = "index.ufs";
 inline constexpr uint64_t kHeaderSize = 4096;
 inline constexpr uint32_t kCacheVersion = 1;
 inline constexpr uint64_t kSlotsHeaderSize = 64;
@@ -187,7 +189,7 @@ class Store {
 class Table {
  public:
   ~Table();
-  const std::string& dir() const { return dir_; }
+  const std::string& dir() const { return home_.path(); }
   uint64_t slot_count() const { return slot_count_; }
   Store* store() const { return store_; }
   // Opens the table's file `name` (e.g. the index copy) read-only, as
@@ -237,7 +239,6 @@ class Table {
   bool Publish(uint64_t slot, uint64_t offset, uint64_t length);
 
   Store* store_ = nullptr;
-  std::string dir_;  // for messages
   std::string hex_;  // its name in ns/
   SafeDir home_;     // ns/<hex>, open
   uint64_t slot_count_ = 0;

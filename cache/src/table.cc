@@ -63,7 +63,7 @@ bool Table::ReadEntry(uint64_t slot, uint64_t w, char* dst, uint64_t length,
     if (n < 0) {
       if (errno == EINTR) continue;
       store_->Count(kErrors);
-      store_->WarnOnce("read", "cache " + store_->dir() + ": reading " + dir_ +
+      store_->WarnOnce("read", "cache " + store_->dir() + ": reading " + dir() +
                                    "/log failed (" + std::strerror(errno) +
                                    "); reading from the source instead");
       return false;
@@ -229,7 +229,7 @@ void Table::PutMany(const std::vector<Item>& items,
   }
   Status ws = WriteVec(log_fd_, std::move(iov), offset);
   if (!ws.ok()) {
-    store_->WriteFailed("writing " + dir_ + "/log", ws);
+    store_->WriteFailed("writing " + dir() + "/log", ws);
     Release(offset, total);
     for (size_t k : todo) (*results)[k] = PutResult::kFailed;
     return;

@@ -66,12 +66,7 @@ int CmdCat(const Argv& argv) {
   }
   ReaderOptions options;
   options.verify_checksums = !no_verify;
-  if (cache_opt->count() > 0) {
-    if (Status cs = OpenCache(cache_dir, &options); !cs.ok()) {
-      PrintError(cs);
-      return kExitFailure;
-    }
-  }
+  if (cache_opt->count() > 0) OpenCache(cache_dir, &options);
   std::unique_ptr<Reader> reader;
   if (int rc = OpenPack(pack, options, &reader); rc != kExitOk) return rc;
   uint64_t index = 0;

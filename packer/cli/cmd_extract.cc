@@ -387,12 +387,7 @@ int CmdExtract(const Argv& argv) {
   CLI::Option* cache_opt = cl.app().add_option("--cache", cache_dir);
   if (int rc = cl.Parse(argv); rc >= 0) return rc;
   ReaderOptions options;
-  if (cache_opt->count() > 0) {
-    if (Status cs = OpenCache(cache_dir, &options); !cs.ok()) {
-      PrintError(cs);
-      return kExitFailure;
-    }
-  }
+  if (cache_opt->count() > 0) OpenCache(cache_dir, &options);
   int threads = 0;
   if (int rc = ThreadsOption("extract", threads_opt, threads_text,
                              kDefaultReadThreads, kMaxReadThreads, &threads);

@@ -140,7 +140,7 @@ int OpenPack(const std::string& path, const ReaderOptions& options,
   return kExitOk;
 }
 
-Status OpenCache(const std::string& dir, ReaderOptions* options) {
+void OpenCache(const std::string& dir, ReaderOptions* options) {
   CacheOptions co;
   co.dir = dir;
   std::shared_ptr<Cache> cache;
@@ -149,11 +149,10 @@ Status OpenCache(const std::string& dir, ReaderOptions* options) {
     std::fprintf(stderr,
                  "ufspack: warning: cache %s not used (%s); reading from the "
                  "source\n",
-                 dir.c_str(), s.ToString().c_str());
-    return Status::OK();
+                 Printable(dir).c_str(), Printable(s.ToString()).c_str());
+    return;
   }
   options->cache = std::move(cache);
-  return Status::OK();
 }
 
 double Since(std::chrono::steady_clock::time_point t0) {

@@ -98,8 +98,8 @@ int OpenPack(const std::string& path, const ReaderOptions& options,
 // sets options->cache.  A cache that cannot be opened (damaged or tampered
 // with, unreadable, read-only, not a cache, on a full disk) is reported
 // with one warning on stderr and not used: the records are read from the
-// source (docs/cache.md: a cache never fails a read).  Always OK.
-Status OpenCache(const std::string& dir, ReaderOptions* options);
+// source (docs/cache.md: a cache never fails a read).
+void OpenCache(const std::string& dir, ReaderOptions* options);
 // One tier's figures as a JSON object (cache stat --json, warmup --json).
 std::string CacheTierJson(const CacheTierStats& stats);
 // Seconds since t0.
