@@ -288,8 +288,8 @@ Status Cache::AttachPack(const std::string& index_path,
                    index_path + " is unreachable (" + source_status.ToString() +
                        "); serving the records cached in " + disk->dir() +
                        " (others fail)");
-    pack->reset(new PackCacheImpl(std::move(tables), copy, copy_fd,
-                                  source_status));
+    pack->reset(
+        new PackCacheImpl(std::move(tables), copy, copy_fd, source_status));
     return Status::OK();
   }
 

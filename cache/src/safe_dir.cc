@@ -66,11 +66,10 @@ std::vector<std::string> NamesIn(int dir_fd) {
 // An entry of another owner (safe_dir.h: whose entries the cache uses).
 Status Foreign(const std::string& path, const char* kind,
                const struct stat& st) {
-  return Unexpected(path,
-                    std::string("a ") + kind + " of user " +
-                        std::to_string(st.st_uid),
-                    "one of root, this process's user or the cache "
-                    "directory's owner");
+  return Unexpected(
+      path, std::string("a ") + kind + " of user " + std::to_string(st.st_uid),
+      "one of root, this process's user or the cache "
+      "directory's owner");
 }
 
 }  // namespace
@@ -114,8 +113,9 @@ Status SafeDir::OpenRoot(const std::string& path, bool create, SafeDir* out) {
   const int f = OpenAt(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (f < 0) {
     if (errno == ENOTDIR) {
-      return Status::IOError(path + ": not a directory (a cache directory "
-                                    "was expected)");
+      return Status::IOError(path +
+                             ": not a directory (a cache directory "
+                             "was expected)");
     }
     return Status::FromErrno(path, errno);
   }
@@ -134,8 +134,7 @@ Status SafeDir::OpenRoot(const std::string& path, bool create, SafeDir* out) {
 }
 
 bool SafeDir::OwnedByUs(const struct stat& st) const {
-  return st.st_uid == 0 || st.st_uid == ::geteuid() ||
-         st.st_uid == root_owner_;
+  return st.st_uid == 0 || st.st_uid == ::geteuid() || st.st_uid == root_owner_;
 }
 
 Status SafeDir::Lstat(const std::string& name, struct stat* st) const {
@@ -183,9 +182,8 @@ Status SafeDir::OpenDir(const std::string& name, bool create,
 Status SafeDir::OpenFile(const std::string& name, int flags, int* fd,
                          struct stat* st_out, bool any_links) const {
   const std::string path = PathOf(name);
-  const int f = OpenAt(fd_, name,
-                       flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
-                       0644);
+  const int f = OpenAt(
+      fd_, name, flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
   if (f < 0) {
     const int e = errno;
     struct stat st;
@@ -259,8 +257,9 @@ Status SafeDir::WriteNewFile(const std::string& name,
   Status s;
   size_t done = 0;
   while (done < contents.size()) {
-    const ssize_t n = ::pwrite(f, contents.data() + done,
-                               contents.size() - done, static_cast<off_t>(done));
+    const ssize_t n =
+        ::pwrite(f, contents.data() + done, contents.size() - done,
+                 static_cast<off_t>(done));
     if (n < 0) {
       if (errno == EINTR) continue;
       s = Status::FromErrno(PathOf(name), errno);
@@ -307,8 +306,8 @@ Status SafeDir::Unlink(const std::string& name) const {
   struct stat st;
   UFSPACK_RETURN_IF_ERROR(Lstat(name, &st));
   if (S_ISDIR(st.st_mode) || !OwnedByUs(st)) {
-    return Unexpected(PathOf(name), Found(st) + " of user " +
-                                        std::to_string(st.st_uid),
+    return Unexpected(PathOf(name),
+                      Found(st) + " of user " + std::to_string(st.st_uid),
                       "a file of the cache's");
   }
   if (::unlinkat(fd_, name.c_str(), 0) != 0 && errno != ENOENT) {
@@ -351,7 +350,8 @@ std::vector<std::string> SafeDir::List() const { return NamesIn(fd_); }
 uint64_t SafeDir::DiskBytes() const {
   struct stat st;
   uint64_t total = 0;
-  if (::fstat(fd_, &st) == 0) total += static_cast<uint64_t>(st.st_blocks) * 512;
+  if (::fstat(fd_, &st) == 0)
+    total += static_cast<uint64_t>(st.st_blocks) * 512;
   return total + DiskBytesBelow(fd_, 1);
 }
 

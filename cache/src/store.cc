@@ -151,7 +151,6 @@ Status WriteVec(int fd, std::vector<struct iovec> iov, uint64_t offset) {
   return Status::OK();
 }
 
-
 namespace {
 
 // Reads a table's slots header fields without mapping it.
@@ -666,7 +665,8 @@ Status Store::CreateTable(const std::string& name, const std::string& hex,
     // them now (ENOSPC here, never SIGBUS later on a full tmpfs).
     int e = ::posix_fallocate(fd, 0, static_cast<off_t>(slots_size));
     ::close(fd);
-    if (e != 0) return Status::FromErrno(dir.PathOf("slots") + ": allocating", e);
+    if (e != 0)
+      return Status::FromErrno(dir.PathOf("slots") + ": allocating", e);
     return tmp_.Rename(tmp, ns_, hex);
   }();
   ::close(lock_fd);

@@ -59,8 +59,7 @@ inline constexpr uint32_t kCacheVersion = 1;
 inline constexpr uint64_t kSlotsHeaderSize = 64;
 inline constexpr uint64_t kEntryHeaderSize = 32;
 inline constexpr uint64_t kMaxEntryLength = kMaxCacheEntryBytes;
-inline constexpr char kSlotsMagic[8] = {'U', 'F', 'S', 'P',
-                                        'S', 'L', 'O', 'T'};
+inline constexpr char kSlotsMagic[8] = {'U', 'F', 'S', 'P', 'S', 'L', 'O', 'T'};
 inline constexpr uint32_t kEntryMagic = 0x45434655;  // "UFCE" little-endian
 // Slots header fields (byte offsets in ns/<hex>/slots).
 inline constexpr uint64_t kSlVersion = 8;   // u32
@@ -153,8 +152,7 @@ class Store {
   void Recount();
   // Opens and checks the files of the table whose directory t->home_ is:
   // Corruption when damaged, Aborted when it was evicted meanwhile.
-  Status OpenTableFiles(const std::string& name, uint64_t slot_count,
-                        Table* t);
+  Status OpenTableFiles(const std::string& name, uint64_t slot_count, Table* t);
   // Creates table `name` (its directory ns/<hex>) under its lock; OK also
   // when another process created it first.
   Status CreateTable(const std::string& name, const std::string& hex,

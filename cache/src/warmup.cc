@@ -119,8 +119,8 @@ class Fill {
     if (got != buf->size()) {
       return Status::Corruption(data_.name() + ": short read at offset " +
                                 std::to_string(run.begin) + ": expected " +
-                                std::to_string(buf->size()) +
-                                " bytes, found " + std::to_string(got));
+                                std::to_string(buf->size()) + " bytes, found " +
+                                std::to_string(got));
     }
     for (uint64_t i : run.records) {
       Record r;
@@ -214,9 +214,9 @@ Status Warmup(const std::string& pack_path, const std::shared_ptr<Cache>& cache,
       OpenForWarmup(pack_path, cache, &reader, &attached, &data));
   auto* pack = static_cast<cache_internal::PackCacheImpl*>(attached.get());
   std::vector<Run> runs;
-  UFSPACK_RETURN_IF_ERROR(PlanRuns(
-      *reader, *pack, std::max<uint64_t>(options.block_bytes, 1 << 16), result,
-      &runs));
+  UFSPACK_RETURN_IF_ERROR(
+      PlanRuns(*reader, *pack, std::max<uint64_t>(options.block_bytes, 1 << 16),
+               result, &runs));
 
   Fill fill(*reader, *data, pack, runs);
   const int threads = std::max(1, std::min(options.threads, 64));
@@ -238,7 +238,8 @@ Status Warmup(const std::string& pack_path, const std::shared_ptr<Cache>& cache,
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   for (auto& t : pool) t.join();
-  if (options.progress) options.progress(fill.bytes_done(), result->bytes_total);
+  if (options.progress)
+    options.progress(fill.bytes_done(), result->bytes_total);
   const Status first_error = fill.first_error();
   result->added = fill.added();
   result->refused = fill.refused();

@@ -263,8 +263,7 @@ struct BuildArgs {
 };
 
 // --extensions lists (comma-separated, repeatable) into the scan options.
-int ParseExtensions(const std::vector<std::string>& lists,
-                    ScanOptions* scan) {
+int ParseExtensions(const std::vector<std::string>& lists, ScanOptions* scan) {
   scan->extensions.clear();
   for (const std::string& list : lists) {
     size_t start = 0;
@@ -334,8 +333,7 @@ int ParseBuildArgs(const Argv& argv, BuildArgs* a) {
                               ": read-only: upload to s3:// only (https:// "
                               "and http:// packs can be read, not written)");
   }
-  if (!a->to_s3 &&
-      (staging_opt->count() > 0 || part_size_opt->count() > 0)) {
+  if (!a->to_s3 && (staging_opt->count() > 0 || part_size_opt->count() > 0)) {
     return Usage("build", "--staging and --part-size are for s3:// output");
   }
   if (part_size_opt->count() > 0 &&
@@ -475,8 +473,8 @@ std::string SuccessJson(const BuildArgs& a, const BuildSummary& summary,
 }
 
 // The summary lines of a build that succeeded.
-void PrintSuccess(const BuildArgs& a, const BuildSummary& summary,
-                  double ratio, uint64_t uploaded, double upload_seconds) {
+void PrintSuccess(const BuildArgs& a, const BuildSummary& summary, double ratio,
+                  uint64_t uploaded, double upload_seconds) {
   const BuildOptions& options = a.options;
   std::printf(
       "packed %s files (%s in, %s data + %s index out, ratio %s) in %s "
@@ -501,9 +499,9 @@ void PrintSuccess(const BuildArgs& a, const BuildSummary& summary,
     std::printf("uploaded %s to %s in %s s (%s MB/s)\n",
                 FormatBytes(uploaded).c_str(), Printable(a.out).c_str(),
                 Fixed(upload_seconds, 2).c_str(),
-                Fixed(upload_seconds > 0 ? static_cast<double>(uploaded) /
-                                               upload_seconds / 1e6
-                                         : 0,
+                Fixed(upload_seconds > 0
+                          ? static_cast<double>(uploaded) / upload_seconds / 1e6
+                          : 0,
                       1)
                     .c_str());
   }

@@ -325,9 +325,8 @@ class Appender {
     summary_->records = n_;
     summary_->parts = contents_.parts.size();
     summary_->segments = contents_.segments.size();
-    summary_->manifest_path = base_->info().part_count > 0
-                                  ? pack_dir_ + "/" + kManifestFileName
-                                  : "";
+    summary_->manifest_path =
+        base_->info().part_count > 0 ? pack_dir_ + "/" + kManifestFileName : "";
     summary_->pack_id = base_->info().pack_id;
     bool packed = false;
     if (!delta_.entries.empty()) UFSPACK_RETURN_IF_ERROR(PackNewPart(&packed));
@@ -472,14 +471,14 @@ Status Appender::Lookup(const std::vector<ScanEntry>& entries,
   found_at->assign(names.size(), Reader::kNoRecord);
   const size_t chunks = (names.size() + kChunk - 1) / kChunk;
   std::vector<Status> lookups(chunks);
-  ParallelFor(chunks, std::max(1, std::min(options_.build.threads, 64)),
-              [&](size_t c) {
-                const size_t lo = c * kChunk;
-                lookups[c] = base_->FindMany(
-                    names.data() + lo, std::min(kChunk, names.size() - lo),
-                    found_at->data() + lo);
-                if (release) base_->ReleaseIndex();
-              });
+  ParallelFor(
+      chunks, std::max(1, std::min(options_.build.threads, 64)), [&](size_t c) {
+        const size_t lo = c * kChunk;
+        lookups[c] = base_->FindMany(names.data() + lo,
+                                     std::min(kChunk, names.size() - lo),
+                                     found_at->data() + lo);
+        if (release) base_->ReleaseIndex();
+      });
   for (const Status& s : lookups) UFSPACK_RETURN_IF_ERROR(s);
   return Status::OK();
 }
@@ -673,8 +672,7 @@ Status Appender::PlaceBySearch() {
         }
       }
       have_range = true;
-      UFSPACK_RETURN_IF_ERROR(
-          CheckImageFolderOrder(*base_, pack_dir_, lo, hi));
+      UFSPACK_RETURN_IF_ERROR(CheckImageFolderOrder(*base_, pack_dir_, lo, hi));
     }
     uint64_t pos = 0;
     UFSPACK_RETURN_IF_ERROR(InsertionPoint(*base_, lo, hi, d.name, &pos));
@@ -809,8 +807,7 @@ Status Appender::DescribeContents() {
   auto root = contents_.meta.find(kMetaSourceRoot);
   if (root != contents_.meta.end()) {
     std::string a, b;
-    if (!RealDir(root->second, &a).ok() || !RealDir(dir_, &b).ok() ||
-        a != b) {
+    if (!RealDir(root->second, &a).ok() || !RealDir(dir_, &b).ok() || a != b) {
       summary_->warnings.push_back(
           dir_ + ": not the directory the pack was built from (" +
           root->second +

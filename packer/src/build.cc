@@ -4,8 +4,6 @@
 // thread (ClassQueue), the files are read with many threads in flight
 // (ReadAhead) and fed to a PackWriter in the scan's order; a part build
 // plans its range first (part_plan.h).
-#include "ufspack/builder.h"
-
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,6 +32,7 @@
 #include "scan_entries.h"
 #include "source_file.h"
 #include "spill.h"
+#include "ufspack/builder.h"
 #include "ufspack/coding.h"
 #include "ufspack/format.h"
 #include "ufspack/manifest.h"
@@ -51,9 +50,9 @@ constexpr uint64_t kInFlightBudget = 256ull << 20;
 using internal::Cancelled;
 using internal::ClassQueue;
 using internal::CutClass;
+using internal::DropPackFiles;
 using internal::kChangedDuringPart;
 using internal::kSameTree;
-using internal::DropPackFiles;
 using internal::PartPlan;
 using internal::PlanPart;
 using internal::ProgressReporter;
@@ -573,8 +572,7 @@ Status Builder::Finish(Status s) {
     s = RecordPart(options_, plan_, writer_.get(), summary_);
   }
   const uint64_t classes = options_.scan.flat ? 0 : names_.size();
-  return FinishPack(s, options_, writer_.get(), &reporter_, classes,
-                    summary_);
+  return FinishPack(s, options_, writer_.get(), &reporter_, classes, summary_);
 }
 
 }  // namespace

@@ -18,11 +18,11 @@
 #include "publish.h"
 #include "source_file.h"
 #include "spill.h"
-#include "xxh3.h"
 #include "ufspack/builder.h"
 #include "ufspack/coding.h"
 #include "ufspack/format.h"
 #include "ufspack/manifest.h"
+#include "xxh3.h"
 
 namespace ufspack {
 namespace {

@@ -204,7 +204,6 @@ Status PlanPart(const std::string& src, const BuildOptions& options,
   return Status::OK();
 }
 
-
 // Pass 2, for one re-listed class: checks it against pass 1 and cuts it to
 // the part's range.
 Status CutClass(const std::string& root, uint32_t c,

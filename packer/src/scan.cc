@@ -333,8 +333,8 @@ Status ScanFlat(const std::string& root, Walker* walker,
     std::vector<std::string> subdirs;
     std::pair<dev_t, ino_t> id;
     bool listed = false;
-    UFSPACK_RETURN_IF_ERROR(walker->List(root + p.rel, p.rel, &listing[0],
-                                         &subdirs, &id, &listed));
+    UFSPACK_RETURN_IF_ERROR(
+        walker->List(root + p.rel, p.rel, &listing[0], &subdirs, &id, &listed));
     if (!listed) continue;
     walker->ancestors.push_back(id);
     for (const std::string& d : subdirs) {
@@ -488,7 +488,8 @@ class ClassWalk {
     std::vector<DirListing> listings;
     cs->status = w.Walk(root_ + "/" + name(k), "", &listings);
     cs->cls.label = k;
-    if (cs->status.ok()) Emit(options_, &listings, name(k), &cs->cls.entries, k);
+    if (cs->status.ok())
+      Emit(options_, &listings, name(k), &cs->cls.entries, k);
   }
 
   Status HandOver(ClassScan* cs) {
@@ -510,8 +511,8 @@ class ClassWalk {
   void Work() {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
-      changed_.wait(lock,
-                    [&] { return stop_ || next_ >= todo_.size() || MayStart(); });
+      changed_.wait(
+          lock, [&] { return stop_ || next_ >= todo_.size() || MayStart(); });
       if (stop_ || next_ >= todo_.size()) return;
       const size_t i = next_++;
       ++walking_;

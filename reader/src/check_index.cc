@@ -25,7 +25,6 @@ constexpr uint64_t kReleaseEvery = 1 << 16;
 // CheckIndex() checks the lookup table this many bytes of slots at a time.
 constexpr uint64_t kLookupStripeBytes = uint64_t{256} << 20;
 
-
 }  // namespace
 
 Status Reader::CheckIndex() const {

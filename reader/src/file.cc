@@ -198,8 +198,7 @@ std::unique_ptr<RandomAccessFile> NewMemoryRandomAccessFile(
                                                   std::move(contents));
 }
 
-Status MapFd(int fd, const std::string& name,
-             std::unique_ptr<Region>* result) {
+Status MapFd(int fd, const std::string& name, std::unique_ptr<Region>* result) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return Status::FromErrno(name + ": fstat", errno);
   if (!S_ISREG(st.st_mode)) {

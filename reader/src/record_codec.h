@@ -32,7 +32,6 @@ inline constexpr uint64_t kMaxZstdExpansion = 32768;
 // is caught when it is decoded.
 inline constexpr uint64_t kMinZstdFrame = 9;
 
-
 // Where a zstd record's decompressed bytes go.  The decoder asks for room
 // only as output really comes out of the frame, so nothing is ever sized
 // from original_length (which a hostile index and frame header may both
@@ -47,7 +46,6 @@ class ZstdOutput {
   // The first `n` bytes of the last room hold output.
   virtual Status Filled(size_t n) = 0;
 };
-
 
 // The caller's buffer of at least original_length bytes: one room, so zstd
 // decodes the whole frame in one pass straight into it.

@@ -679,9 +679,9 @@ TEST(CacheTest, ALockHeldForeverDoesNotHangTheOpener) {
   const auto t0 = std::chrono::steady_clock::now();
   std::shared_ptr<Cache> c;
   Status s = Cache::Open(o, &c);
-  const double waited = std::chrono::duration<double>(
-                            std::chrono::steady_clock::now() - t0)
-                            .count();
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
   ::close(fd);
   EXPECT_TRUE(s.IsIOError()) << s.ToString();
   EXPECT_TRUE(test::Contains(s, "ufspack-cache: locked by another process"))
@@ -767,27 +767,29 @@ TEST(CacheTest, DockerSizedRamTierIsReportedOnceAndSkipped) {
   test::TempDir tmp;
   auto items = MakeItems(50, 8000, 18);
   WritePack(tmp / "pack", items);
-  std::string result = test::WithTmpfs(tmp / "shm", "64m", [&]() -> std::string {
-    Warnings warnings;
-    CacheOptions o;
-    o.dir = tmp / "cache";
-    o.ram_dir = tmp / "shm/ufspack";
-    o.warn = warnings.fn();
-    std::shared_ptr<Cache> c;
-    Status s = Cache::Open(o, &c);
-    if (!s.ok()) return "open: " + s.ToString();
-    if (c->Stats().size() != 1) return "the RAM tier was used";
-    if (test::Exists(tmp / "shm/ufspack")) return "files left in the RAM tier";
-    if (warnings.count() != 1) return "warnings: " + warnings.all();
-    if (!test::Contains(warnings.all(), "RAM tier") ||
-        !test::Contains(warnings.all(), "64.0 MiB")) {
-      return "unclear warning: " + warnings.all();
-    }
-    auto r = OpenCached(tmp / "pack", c);
-    if (ReadAllAndCompare(r.get(), items, 21) != 0) return "wrong bytes";
-    if (c->Stats()[0].entries != 50) return "disk tier not filled";
-    return "OK";
-  });
+  std::string result =
+      test::WithTmpfs(tmp / "shm", "64m", [&]() -> std::string {
+        Warnings warnings;
+        CacheOptions o;
+        o.dir = tmp / "cache";
+        o.ram_dir = tmp / "shm/ufspack";
+        o.warn = warnings.fn();
+        std::shared_ptr<Cache> c;
+        Status s = Cache::Open(o, &c);
+        if (!s.ok()) return "open: " + s.ToString();
+        if (c->Stats().size() != 1) return "the RAM tier was used";
+        if (test::Exists(tmp / "shm/ufspack"))
+          return "files left in the RAM tier";
+        if (warnings.count() != 1) return "warnings: " + warnings.all();
+        if (!test::Contains(warnings.all(), "RAM tier") ||
+            !test::Contains(warnings.all(), "64.0 MiB")) {
+          return "unclear warning: " + warnings.all();
+        }
+        auto r = OpenCached(tmp / "pack", c);
+        if (ReadAllAndCompare(r.get(), items, 21) != 0) return "wrong bytes";
+        if (c->Stats()[0].entries != 50) return "disk tier not filled";
+        return "OK";
+      });
   if (result.rfind("SKIP", 0) == 0) GTEST_SKIP() << result;
   EXPECT_EQ(result, "OK");
 }

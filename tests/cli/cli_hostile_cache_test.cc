@@ -21,7 +21,6 @@
 
 #include <cerrno>
 #include <cstring>
-
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -147,7 +146,8 @@ TEST_P(HostileCacheTest, NothingOutsideIsTouchedAndNothingHangs) {
   for (const Command& c : commands) {
     const std::string cache = Planted(round++);
     std::vector<std::string> argv = {UFSPACK_CLI_PATH};
-    for (const std::string& a : c.args) argv.push_back(a == "{cache}" ? cache : a);
+    for (const std::string& a : c.args)
+      argv.push_back(a == "{cache}" ? cache : a);
     const std::string what = std::string(GetParam().name) + ": " + c.args[0] +
                              (c.args[0] == "cache" ? " " + c.args[1] : "");
     CommandResult r = test::RunWithTimeout(argv, 30);
@@ -175,7 +175,6 @@ TEST_P(HostileCacheTest, NothingOutsideIsTouchedAndNothingHangs) {
     EXPECT_TRUE(Snapshot(tmp_ / "out") == before) << what;
   }
 }
-
 
 // A directory of the cache owner's, moved into ns/ or tmp/ under a name the
 // cache makes (by a co-tenant who can write there): recount, clear and
@@ -279,10 +278,12 @@ const Plant kPlants[] = {
        Symlink(o + "/other-cache/ufspack-cache", c + "/ufspack-cache");
      }},
     {"table_link", [](auto c, auto o) { Symlink(o, Table(c)); }},
-    {"log_link", [](auto c, auto o) { Symlink(o + "/a.txt", Table(c) + "/log"); }},
+    {"log_link",
+     [](auto c, auto o) { Symlink(o + "/a.txt", Table(c) + "/log"); }},
     {"slots_link",
      [](auto c, auto o) { Symlink(o + "/a.txt", Table(c) + "/slots"); }},
-    {"key_link", [](auto c, auto o) { Symlink(o + "/a.txt", Table(c) + "/key"); }},
+    {"key_link",
+     [](auto c, auto o) { Symlink(o + "/a.txt", Table(c) + "/key"); }},
     {"index_copy_link",
      [](auto c, auto o) {
        Symlink(o + "/other-cache/ns/" + OnlyEntry(o + "/other-cache/ns") +
@@ -293,7 +294,8 @@ const Plant kPlants[] = {
     {"lock_link", [](auto c, auto o) { Symlink(o + "/a.txt", Lock(c)); }},
     {"tmp_entry_link",
      [](auto c, auto o) { Symlink(o, c + "/tmp/new-1-2-3"); }},
-    {"stray_ns_link", [](auto c, auto o) {
+    {"stray_ns_link",
+     [](auto c, auto o) {
        Symlink(o, c + "/ns/0123456789abcdef0123456789abcdef");
      }},
     // FIFOs, at every file the cache opens.

@@ -508,7 +508,8 @@ TEST(MergeTest, DuplicatedOrOverlappingSegmentsAreRefused) {
       {"one run", {{0, 0, 3}}, true},
       {"two runs out of order", {{0, 2, 1}, {0, 0, 2}}, true},
       {"an exact duplicate", {{0, 0, 3}, {0, 0, 3}}, false},
-      {"a duplicated middle run", {{0, 0, 1}, {0, 1, 1}, {0, 1, 1}, {0, 2, 1}},
+      {"a duplicated middle run",
+       {{0, 0, 1}, {0, 1, 1}, {0, 1, 1}, {0, 2, 1}},
        false},
       {"overlapping runs", {{0, 0, 2}, {0, 1, 2}}, false},
       {"a gap", {{0, 0, 1}, {0, 2, 1}}, false},
@@ -527,8 +528,9 @@ TEST(MergeTest, DuplicatedOrOverlappingSegmentsAreRefused) {
       EXPECT_TRUE(s.ok()) << k.what << ": " << s.ToString();
     } else {
       EXPECT_TRUE(s.IsCorruption()) << k.what << ": " << s.ToString();
-      EXPECT_TRUE(Contains(s, "m/manifest.ufs: part 0: the segments cover its "
-                              "3 records not exactly once"))
+      EXPECT_TRUE(Contains(s,
+                           "m/manifest.ufs: part 0: the segments cover its "
+                           "3 records not exactly once"))
           << k.what << ": " << s.ToString();
     }
   }

@@ -364,7 +364,6 @@ TEST(UrlTest, UnregisteredSchemeAndBadUrls) {
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
 }
 
-
 // A server whose answer carries a 1 MiB header line: libcurl gives up with
 // CURLE_OUT_OF_MEMORY; the error names the oversized header and the URL,
 // and the request is not retried.
@@ -379,8 +378,8 @@ TEST(HttpHostileServerTest, AnOversizedResponseHeaderIsNamed) {
             0);
   ASSERT_EQ(::listen(listener, 8), 0);
   socklen_t len = sizeof(addr);
-  ASSERT_EQ(
-      ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len),
+            0);
   const int port = ntohs(addr.sin_port);
   std::atomic<int> answered{0};
   std::thread server([&] {
@@ -390,9 +389,9 @@ TEST(HttpHostileServerTest, AnOversizedResponseHeaderIsNamed) {
       if (c < 0) return;
       char buf[4096];
       (void)::recv(c, buf, sizeof(buf), 0);
-      const std::string answer = "HTTP/1.1 200 OK\r\nX-Big: " +
-                                 std::string(1 << 20, 'x') +
-                                 "\r\nContent-Length: 0\r\n\r\n";
+      const std::string answer =
+          "HTTP/1.1 200 OK\r\nX-Big: " + std::string(1 << 20, 'x') +
+          "\r\nContent-Length: 0\r\n\r\n";
       (void)::send(c, answer.data(), answer.size(), MSG_NOSIGNAL);
       ++answered;
       ::close(c);
@@ -406,7 +405,8 @@ TEST(HttpHostileServerTest, AnOversizedResponseHeaderIsNamed) {
   ::close(listener);
   server.join();
   EXPECT_TRUE(s.IsIOError()) << s.ToString();
-  EXPECT_TRUE(test::Contains(s, "response header is too large")) << s.ToString();
+  EXPECT_TRUE(test::Contains(s, "response header is too large"))
+      << s.ToString();
   EXPECT_TRUE(test::Contains(s, url)) << s.ToString();
   EXPECT_EQ(answered.load(), 1) << "an oversized header is not retried";
   RegisterRemoteStorage();
