@@ -238,14 +238,7 @@ Status Upload(const std::string& staging, const std::string& url,
   uo.progress = [&](uint64_t done, uint64_t total) {
     *bytes = total;
     if (!progress->enabled()) return;
-    const double secs = Since(started);
-    const double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
-    const double eta = rate > 0 ? static_cast<double>(total - done) / rate : -1;
-    const int pct = total > 0 ? static_cast<int>(100 * done / total) : 100;
-    progress->Update("uploading " + FormatBytes(done) + " / " +
-                     FormatBytes(total) + " (" + std::to_string(pct) + "%)  " +
-                     Fixed(rate / 1e6, 1) + " MB/s  ETA " +
-                     FormatDuration(eta));
+    progress->Update(TransferLine("uploading", done, total, Since(started)));
   };
   progress->Update("uploading to " + Printable(url) + " ...", true);
   Status s = UploadPack(staging, url, uo);

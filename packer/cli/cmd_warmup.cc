@@ -248,14 +248,7 @@ bool WarmupCommand::OnProgress(uint64_t done, uint64_t total) {
     first_call_ = false;
   }
   if (progress_->enabled()) {
-    const double secs = Since(started_);
-    const double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
-    const double eta = rate > 0 ? static_cast<double>(total - done) / rate : -1;
-    const int pct = total > 0 ? static_cast<int>(100 * done / total) : 100;
-    progress_->Update("warming up " + FormatBytes(done) + " / " +
-                      FormatBytes(total) + " (" + std::to_string(pct) + "%)  " +
-                      Fixed(rate / 1e6, 1) + " MB/s  ETA " +
-                      FormatDuration(eta));
+    progress_->Update(TransferLine("warming up", done, total, Since(started_)));
   }
   return !Interrupted();
 }

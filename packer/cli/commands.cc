@@ -166,5 +166,15 @@ std::string Fixed(double v, int digits) {
   return buf;
 }
 
+std::string TransferLine(const std::string& verb, uint64_t done, uint64_t total,
+                         double seconds) {
+  const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0;
+  const double eta = rate > 0 ? static_cast<double>(total - done) / rate : -1;
+  const int pct = total > 0 ? static_cast<int>(100 * done / total) : 100;
+  return verb + " " + FormatBytes(done) + " / " + FormatBytes(total) + " (" +
+         std::to_string(pct) + "%)  " + Fixed(rate / 1e6, 1) + " MB/s  ETA " +
+         FormatDuration(eta);
+}
+
 }  // namespace cli
 }  // namespace ufspack

@@ -106,6 +106,10 @@ std::string CacheTierJson(const CacheTierStats& stats);
 double Since(std::chrono::steady_clock::time_point t0);
 // `v` with `digits` decimals.
 std::string Fixed(double v, int digits);
+// A progress line for `done` of `total` bytes after `seconds`:
+// "<verb> 1.2 MiB / 3.4 MiB (35%)  12.5 MB/s  ETA 0:07".
+std::string TransferLine(const std::string& verb, uint64_t done, uint64_t total,
+                         double seconds);
 
 }  // namespace cli
 }  // namespace ufspack
