@@ -32,7 +32,9 @@ Options:
                        'ufspack warmup'): a cached record is served from
                        it (checksummed), others are read and cached; works
                        while the pack's storage is unreachable for records
-                       cached earlier
+                       cached earlier; a cache that cannot be used (not a
+                       cache, damaged, read-only, full) is reported once
+                       and the pack read without it
 
 Exit status: 0 written, 1 no such record or an I/O error, 2 a malformed or
 ambiguous index, 3 the record is damaged (nothing is written).

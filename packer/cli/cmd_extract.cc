@@ -50,7 +50,8 @@ Options:
   -j, --threads <n>   records read concurrently (default 8, 32 for an
                       s3:// or https:// pack; 1-256)
       --cache <dir>   read through the node-local cache <dir> (see
-                      'ufspack warmup'); cached records come from it
+                      'ufspack warmup'); cached records come from it; a
+                      cache that cannot be used is reported once and skipped
   -q, --quiet         no progress and no summary
       --no-progress   no progress display
 )";

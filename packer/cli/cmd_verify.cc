@@ -43,7 +43,8 @@ Options:
       --no-progress   no progress display
       --cache <dir>   read through the node-local cache <dir>: cached
                       records are checked as the cache serves them, the
-                      others are read from data.ufs and cached
+                      others are read from data.ufs and cached; a cache
+                      that cannot be used is reported once and skipped
 )";
 
 int CmdVerify(const Argv& argv) {
