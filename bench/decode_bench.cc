@@ -39,6 +39,7 @@
 #include <system_error>
 #include <vector>
 
+#include "decoders.h"
 #include "ufspack/decode.h"
 #include "ufspack/status.h"
 

@@ -44,6 +44,7 @@
 #include <utility>
 #include <vector>
 
+#include "decoders.h"
 #include "ufspack/coding.h"
 
 namespace ufspack {

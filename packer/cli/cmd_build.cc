@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "commands.h"
-#include "posix_io.h"
 #include "ufspack/builder.h"
+#include "ufspack/posix_io.h"
 #include "ufspack/reader.h"
 #include "ufspack/remote.h"
 #include "util.h"

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "commands.h"
-#include "posix_io.h"
-#include "prefetch.h"
+#include "record_read_ahead.h"
+#include "ufspack/posix_io.h"
 #include "ufspack/reader.h"
 #include "util.h"
 
@@ -267,8 +267,9 @@ class Extraction {
 
   Status Run() {
     const uint64_t n = reader_->size();
-    Prefetcher prefetch(n, threads_, window_,
-                        [this](uint64_t i, Prefetched* out) { Fetch(i, out); });
+    RecordReadAhead prefetch(
+        n, threads_, window_,
+        [this](uint64_t i, Prefetched* out) { Fetch(i, out); });
     for (uint64_t i = 0; i < n; ++i) {
       if (Interrupted()) return Status::Aborted("interrupted");
       Prefetched item = prefetch.Take(i);

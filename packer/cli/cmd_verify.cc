@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "commands.h"
-#include "prefetch.h"
+#include "record_read_ahead.h"
 #include "ufspack/reader.h"
 #include "util.h"
 
@@ -129,7 +129,7 @@ int CmdVerify(const Argv& argv) {
   const uint64_t n = reader->size();
   // Records are read on `threads` threads; problems are collected here, in
   // record order, so the report does not depend on the thread count.
-  Prefetcher prefetch(
+  RecordReadAhead prefetch(
       n, threads, PrefetchWindow(threads), [&](uint64_t i, Prefetched* out) {
         if (Interrupted()) {  // the consumer stops at record i
           out->status = Status::Aborted("interrupted");

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <string>
 
-#include "posix_io.h"
+#include "ufspack/posix_io.h"
 #include "ufspack/text.h"
 
 namespace ufspack {

@@ -24,12 +24,12 @@
 
 #include "build_internal.h"
 #include "class_queue.h"
+#include "pack_writer_impl.h"
 #include "part_plan.h"
-#include "posix_io.h"
 #include "progress_reporter.h"
 #include "publish.h"
-#include "read_ahead.h"
 #include "scan_entries.h"
+#include "scan_order.h"
 #include "source_file.h"
 #include "spill.h"
 #include "ufspack/builder.h"
@@ -37,6 +37,8 @@
 #include "ufspack/format.h"
 #include "ufspack/manifest.h"
 #include "ufspack/parallel.h"
+#include "ufspack/posix_io.h"
+#include "ufspack/read_ahead.h"
 
 namespace ufspack {
 namespace {
@@ -140,7 +142,7 @@ namespace {
 // and encoded for storage, or (a large file) open for the writer to
 // stream.
 struct Slot {
-  PreparedRecord record;
+  internal::PreparedRecord record;
   int stream_fd = -1;
   uint64_t stream_size = 0;
 };
@@ -160,7 +162,7 @@ Status ReadSlot(const std::string& path, const PackWriterOptions& options,
   reserve(size);
   std::string bytes;
   UFSPACK_RETURN_IF_ERROR(internal::ReadSource(fd, path, st, &bytes));
-  return PrepareRecord(std::move(bytes), options, &slot->record);
+  return internal::PrepareRecord(std::move(bytes), options, &slot->record);
 }
 
 // Appends the record read into *slot (closing a streamed source).
@@ -175,7 +177,8 @@ Status AddSlot(const ScanEntry& entry, const std::string& path, Slot* slot,
     slot->stream_fd = -1;
     if (s.ok()) progress->bytes_in += slot->stream_size;
   } else {
-    s = writer->AddPrepared(entry.name, entry.label, slot->record);
+    s = internal::PackWriterImpl::Of(writer)->AddPrepared(
+        entry.name, entry.label, slot->record);
     if (s.ok()) progress->bytes_in += slot->record.original_length;
     if (s.ok() && slot->record.codec == Codec::kZstd) summary->compressed++;
   }

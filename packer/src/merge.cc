@@ -21,7 +21,6 @@
 
 #include "build_internal.h"
 #include "merge_internal.h"
-#include "posix_io.h"
 #include "publish.h"
 #include "scan_entries.h"
 #include "ufspack/builder.h"
@@ -29,6 +28,7 @@
 #include "ufspack/format.h"
 #include "ufspack/manifest.h"
 #include "ufspack/parallel.h"
+#include "ufspack/posix_io.h"
 #include "ufspack/reader.h"
 #include "ufspack/scan.h"
 #include "ufspack/text.h"

@@ -1,6 +1,7 @@
 // Copyright 2026 The ufspack Authors.
 //
-// PackWriter (ufspack/builder.h): records appended to temporary files, the
+// PackWriterImpl (pack_writer_impl.h), behind ufspack/builder.h's
+// PackWriter: records appended to temporary files, the
 // index spilled to scratch files and encoded by Finish(), the pack
 // published by renames (docs/format.md, "Publishing a pack").
 #include <sys/stat.h>
@@ -14,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "posix_io.h"
+#include "pack_writer_impl.h"
 #include "publish.h"
 #include "source_file.h"
 #include "spill.h"
@@ -22,9 +23,11 @@
 #include "ufspack/coding.h"
 #include "ufspack/format.h"
 #include "ufspack/manifest.h"
+#include "ufspack/posix_io.h"
 #include "xxh3.h"
 
 namespace ufspack {
+namespace internal {
 namespace {
 
 constexpr size_t kWriteBufferSize = 4 << 20;
@@ -70,9 +73,9 @@ Status PrepareRecord(std::string bytes, const PackWriterOptions& options,
 
 // --- PackWriter -------------------------------------------------------------
 
-Status PackWriter::Create(const std::string& out_dir_in,
-                          const PackWriterOptions& options,
-                          std::unique_ptr<PackWriter>* writer) {
+Status PackWriterImpl::Create(const std::string& out_dir_in,
+                              const PackWriterOptions& options,
+                              std::unique_ptr<PackWriterImpl>* writer) {
   if (options.zstd_level < 1 || options.zstd_level > ZSTD_maxCLevel()) {
     return Status::InvalidArgument(
         "zstd level " + std::to_string(options.zstd_level) +
@@ -80,7 +83,7 @@ Status PackWriter::Create(const std::string& out_dir_in,
   }
   std::string out_dir = out_dir_in;
   while (out_dir.size() > 1 && out_dir.back() == '/') out_dir.pop_back();
-  std::unique_ptr<PackWriter> w(new PackWriter());
+  std::unique_ptr<PackWriterImpl> w(new PackWriterImpl());
   w->options_ = options;
   w->out_dir_ = out_dir;
   bool locked = false;
@@ -98,9 +101,9 @@ Status PackWriter::Create(const std::string& out_dir_in,
       out_dir, internal::kDataTmpPrefix, &w->data_fd_, &w->data_tmp_));
   UFSPACK_RETURN_IF_ERROR(internal::CreateTemp(
       out_dir, internal::kIndexTmpPrefix, &w->index_fd_, &w->index_tmp_));
-  w->records_file_ = std::make_unique<internal::SpillFile>();
-  w->names_file_ = std::make_unique<internal::SpillFile>();
-  w->hashes_file_ = std::make_unique<internal::SpillFile>();
+  w->records_file_ = std::make_unique<SpillFile>();
+  w->names_file_ = std::make_unique<SpillFile>();
+  w->hashes_file_ = std::make_unique<SpillFile>();
   UFSPACK_RETURN_IF_ERROR(
       w->records_file_->Create(out_dir, internal::kRecordsTmpPrefix));
   UFSPACK_RETURN_IF_ERROR(
@@ -117,14 +120,14 @@ Status PackWriter::Create(const std::string& out_dir_in,
   return Status::OK();
 }
 
-PackWriter::PackWriter() = default;
+PackWriterImpl::PackWriterImpl() = default;
 
-PackWriter::~PackWriter() {
+PackWriterImpl::~PackWriterImpl() {
   if (!finished_) Abandon();
   if (dir_fd_ >= 0) ::close(dir_fd_);  // releases the lock
 }
 
-void PackWriter::Abandon() {
+void PackWriterImpl::Abandon() {
   if (data_fd_ >= 0) {
     ::close(data_fd_);
     data_fd_ = -1;
@@ -143,12 +146,12 @@ void PackWriter::Abandon() {
   if (status_.ok() && !finished_) status_ = Status::Aborted("pack abandoned");
 }
 
-Status PackWriter::Fail(Status s) {
+Status PackWriterImpl::Fail(Status s) {
   if (status_.ok()) status_ = s;
   return s;
 }
 
-Status PackWriter::WriteData(const char* p, size_t n) {
+Status PackWriterImpl::WriteData(const char* p, size_t n) {
   if (buffer_.size() + n > kWriteBufferSize) {
     UFSPACK_RETURN_IF_ERROR(FlushData());
     if (n >= kWriteBufferSize) {
@@ -163,7 +166,7 @@ Status PackWriter::WriteData(const char* p, size_t n) {
   return Status::OK();
 }
 
-Status PackWriter::FlushData() {
+Status PackWriterImpl::FlushData() {
   if (buffer_.empty()) return Status::OK();
   Status s =
       internal::WriteAll(data_fd_, buffer_.data(), buffer_.size(), data_tmp_);
@@ -172,7 +175,7 @@ Status PackWriter::FlushData() {
   return Status::OK();
 }
 
-Status PackWriter::AddClass(std::string_view name) {
+Status PackWriterImpl::AddClass(std::string_view name) {
   UFSPACK_RETURN_IF_ERROR(status_);
   if (options_.flat) {
     return Fail(Status::InvalidArgument("a flat pack has no classes"));
@@ -192,7 +195,7 @@ Status PackWriter::AddClass(std::string_view name) {
   return Status::OK();
 }
 
-Status PackWriter::CheckRecord(uint32_t label, std::string_view name) {
+Status PackWriterImpl::CheckRecord(uint32_t label, std::string_view name) {
   UFSPACK_RETURN_IF_ERROR(CheckLabel(label, name));
   if (record_count_ >= kMaxRecords) {
     return Fail(Status::InvalidArgument("too many records (format limit " +
@@ -204,7 +207,7 @@ Status PackWriter::CheckRecord(uint32_t label, std::string_view name) {
   return Status::OK();
 }
 
-Status PackWriter::CheckLabel(uint32_t label, std::string_view name) {
+Status PackWriterImpl::CheckLabel(uint32_t label, std::string_view name) {
   if (options_.flat) {
     if (label != kNoLabel) {
       return Fail(Status::InvalidArgument(std::string(name) +
@@ -226,9 +229,9 @@ Status PackWriter::CheckLabel(uint32_t label, std::string_view name) {
   return Status::OK();
 }
 
-Status PackWriter::AppendEntry(std::string_view name, uint32_t label,
-                               Codec codec, uint64_t stored, uint64_t original,
-                               uint64_t checksum) {
+Status PackWriterImpl::AppendEntry(std::string_view name, uint32_t label,
+                                   Codec codec, uint64_t stored,
+                                   uint64_t original, uint64_t checksum) {
   RecordEntry e;
   e.offset = data_offset_ - stored;
   e.stored_length = stored;
@@ -254,14 +257,14 @@ Status PackWriter::AppendEntry(std::string_view name, uint32_t label,
   return Status::OK();
 }
 
-Status PackWriter::Spill(internal::SpillFile* file, const void* p, size_t n) {
+Status PackWriterImpl::Spill(SpillFile* file, const void* p, size_t n) {
   Status s = file->Append(p, n);
   if (!s.ok()) return Fail(s);
   return Status::OK();
 }
 
-Status PackWriter::Add(std::string_view name, uint32_t label,
-                       std::string_view bytes) {
+Status PackWriterImpl::Add(std::string_view name, uint32_t label,
+                           std::string_view bytes) {
   UFSPACK_RETURN_IF_ERROR(status_);
   PreparedRecord r;
   Status s = PrepareRecord(std::string(bytes), options_, &r);
@@ -269,8 +272,8 @@ Status PackWriter::Add(std::string_view name, uint32_t label,
   return AddPrepared(name, label, r);
 }
 
-Status PackWriter::AddPrepared(std::string_view name, uint32_t label,
-                               const PreparedRecord& r) {
+Status PackWriterImpl::AddPrepared(std::string_view name, uint32_t label,
+                                   const PreparedRecord& r) {
   UFSPACK_RETURN_IF_ERROR(status_);
   UFSPACK_RETURN_IF_ERROR(CheckRecord(label, name));
   UFSPACK_RETURN_IF_ERROR(WriteData(r.stored.data(), r.stored.size()));
@@ -278,8 +281,8 @@ Status PackWriter::AddPrepared(std::string_view name, uint32_t label,
                      r.checksum);
 }
 
-Status PackWriter::AddFromFd(std::string_view name, uint32_t label, int fd,
-                             uint64_t size, const std::string& path) {
+Status PackWriterImpl::AddFromFd(std::string_view name, uint32_t label, int fd,
+                                 uint64_t size, const std::string& path) {
   UFSPACK_RETURN_IF_ERROR(status_);
   UFSPACK_RETURN_IF_ERROR(CheckRecord(label, name));
   UFSPACK_RETURN_IF_ERROR(FlushData());
@@ -323,7 +326,8 @@ Status PackWriter::AddFromFd(std::string_view name, uint32_t label, int fd,
                      XXH3_64bits_digest(state.get()));
 }
 
-Status PackWriter::SetMetadata(std::string_view key, std::string_view value) {
+Status PackWriterImpl::SetMetadata(std::string_view key,
+                                   std::string_view value) {
   UFSPACK_RETURN_IF_ERROR(status_);
   if (key.size() > UINT32_MAX || value.size() > UINT32_MAX) {
     return Fail(Status::InvalidArgument("metadata entry too long"));
@@ -332,7 +336,7 @@ Status PackWriter::SetMetadata(std::string_view key, std::string_view value) {
   return Status::OK();
 }
 
-Status PackWriter::Finish(PackId* pack_id) {
+Status PackWriterImpl::Finish(PackId* pack_id) {
   UFSPACK_RETURN_IF_ERROR(status_);
   if (finished_) return Status::InvalidArgument("Finish() called twice");
   UFSPACK_RETURN_IF_ERROR(FlushData());
@@ -351,8 +355,8 @@ Status PackWriter::Finish(PackId* pack_id) {
 // in one stripe.
 constexpr uint64_t kLookupStripeSlots = uint64_t{1} << 22;
 
-Status PackWriter::EncodeIndex(IndexHeader* h, std::string* classes,
-                               std::string* meta) {
+Status PackWriterImpl::EncodeIndex(IndexHeader* h, std::string* classes,
+                                   std::string* meta) {
   for (auto* f : {&records_file_, &names_file_, &hashes_file_}) {
     Status s = (*f)->Flush();
     if (!s.ok()) return Fail(s);
@@ -380,7 +384,7 @@ Status PackWriter::EncodeIndex(IndexHeader* h, std::string* classes,
     }
     return Status::OK();
   };
-  lookup_file_ = std::make_unique<internal::SpillFile>();
+  lookup_file_ = std::make_unique<SpillFile>();
   Status s = lookup_file_->Create(out_dir_, internal::kLookupTmpPrefix);
   if (s.ok()) {
     s = internal::BuildLookupTable(n, *hashes_file_, check_distinct,
@@ -449,9 +453,9 @@ Status PackWriter::EncodeIndex(IndexHeader* h, std::string* classes,
 }
 
 // Steps 6 and 7 of docs/format.md, "Publishing a pack".
-Status PackWriter::WriteHeadersAndIndex(const IndexHeader& h,
-                                        const std::string& classes,
-                                        const std::string& meta) {
+Status PackWriterImpl::WriteHeadersAndIndex(const IndexHeader& h,
+                                            const std::string& classes,
+                                            const std::string& meta) {
   DataHeader dh;
   dh.pack_id = h.pack_id;
   std::string dbytes;
@@ -486,7 +490,7 @@ Status PackWriter::WriteHeadersAndIndex(const IndexHeader& h,
 
 // Steps 8 and 9: the temporaries that were renamed are no longer ours to
 // remove.
-Status PackWriter::Publish() {
+Status PackWriterImpl::Publish() {
   internal::Publisher publisher(dir_fd_, out_dir_, data_tmp_, index_tmp_);
   Status s = publisher.Publish();
   data_tmp_ = publisher.data_tmp();
@@ -496,5 +500,44 @@ Status PackWriter::Publish() {
 }
 
 // --- BuildPack --------------------------------------------------------------
+
+}  // namespace internal
+
+// --- PackWriter: the public face ---------------------------------------------
+
+PackWriter::PackWriter(std::unique_ptr<internal::PackWriterImpl> impl)
+    : impl_(std::move(impl)) {}
+PackWriter::~PackWriter() = default;
+
+Status PackWriter::Create(const std::string& out_dir,
+                          const PackWriterOptions& options,
+                          std::unique_ptr<PackWriter>* writer) {
+  std::unique_ptr<internal::PackWriterImpl> impl;
+  UFSPACK_RETURN_IF_ERROR(
+      internal::PackWriterImpl::Create(out_dir, options, &impl));
+  writer->reset(new PackWriter(std::move(impl)));
+  return Status::OK();
+}
+
+Status PackWriter::AddClass(std::string_view name) {
+  return impl_->AddClass(name);
+}
+Status PackWriter::Add(std::string_view name, uint32_t label,
+                       std::string_view bytes) {
+  return impl_->Add(name, label, bytes);
+}
+Status PackWriter::AddFromFd(std::string_view name, uint32_t label, int fd,
+                             uint64_t size, const std::string& path) {
+  return impl_->AddFromFd(name, label, fd, size, path);
+}
+Status PackWriter::SetMetadata(std::string_view key, std::string_view value) {
+  return impl_->SetMetadata(key, value);
+}
+Status PackWriter::Finish(PackId* pack_id) { return impl_->Finish(pack_id); }
+void PackWriter::Abandon() { impl_->Abandon(); }
+const Status& PackWriter::status() const { return impl_->status(); }
+uint64_t PackWriter::record_count() const { return impl_->record_count(); }
+uint64_t PackWriter::data_bytes() const { return impl_->data_bytes(); }
+const std::string& PackWriter::out_dir() const { return impl_->out_dir(); }
 
 }  // namespace ufspack

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "build_internal.h"
+#include "scan_order.h"
 #include "ufspack/coding.h"
 #include "ufspack/parallel.h"
 #include "xxh3.h"

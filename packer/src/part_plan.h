@@ -22,10 +22,19 @@
 
 #include "progress_reporter.h"
 #include "ufspack/builder.h"
+#include "ufspack/export.h"
 #include "ufspack/scan.h"
 #include "ufspack/status.h"
 
 namespace ufspack {
+
+// The split of BuildOptions::parts: boundaries b[0] = 0 <= b[1] <= ... <=
+// b[parts] = weights.size(), part i being samples [b[i], b[i+1]); b[i] is
+// the first sample whose preceding weights sum to at least i/parts of the
+// total.  A sample's weight is its size in bytes + 1.
+UFSPACK_EXPORT std::vector<uint64_t> SplitSamples(
+    const std::vector<uint64_t>& sizes, uint32_t parts);
+
 namespace internal {
 
 // A class's samples as pass 1 saw them (flat: a directory's, as

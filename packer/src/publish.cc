@@ -12,30 +12,13 @@
 #include <utility>
 #include <vector>
 
-#include "posix_io.h"
 #include "ufspack/format.h"
 #include "ufspack/manifest.h"
+#include "ufspack/posix_io.h"
 
 namespace ufspack {
 namespace internal {
 namespace {
-
-Status MakeDirs(const std::string& path) {
-  if (path.empty()) return Status::OK();
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode)) return Status::OK();
-    return Status::InvalidArgument(path + ": exists and is not a directory");
-  }
-  size_t slash = path.find_last_of('/');
-  if (slash != std::string::npos && slash > 0) {
-    UFSPACK_RETURN_IF_ERROR(MakeDirs(path.substr(0, slash)));
-  }
-  if (::mkdir(path.c_str(), 0777) != 0 && errno != EEXIST) {
-    return Status::FromErrno(path + ": cannot create directory", errno);
-  }
-  return Status::OK();
-}
 
 bool IsTempName(std::string_view name) {
   return name.rfind(kDataTmpPrefix, 0) == 0 ||

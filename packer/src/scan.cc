@@ -18,8 +18,9 @@
 #include <utility>
 #include <vector>
 
-#include "open_any_length.h"
 #include "scan_entries.h"
+#include "scan_order.h"
+#include "ufspack/posix_io.h"
 
 namespace ufspack {
 namespace {
@@ -608,34 +609,4 @@ Status ScanTree(const std::string& root, const ScanOptions& options,
   return Status::OK();
 }
 
-namespace internal {
-
-int OpenAnyLength(const std::string& path, int flags) {
-  int fd = ::open(path.c_str(), flags);
-  if (fd >= 0 || errno != ENAMETOOLONG) return fd;
-  constexpr int kDirFlags = O_PATH | O_DIRECTORY | O_CLOEXEC;
-  int dir = ::open(path[0] == '/' ? "/" : ".", kDirFlags);
-  size_t start = 0;
-  while (dir >= 0) {
-    while (start < path.size() && path[start] == '/') ++start;
-    size_t end = path.find('/', start);
-    if (end == std::string::npos) end = path.size();
-    size_t next = end;
-    while (next < path.size() && path[next] == '/') ++next;
-    const bool last = next >= path.size();
-    const std::string comp = path.substr(start, end - start);
-    fd = ::openat(dir, comp.c_str(), last ? flags : kDirFlags);
-    const int e = errno;
-    ::close(dir);
-    if (last || fd < 0) {
-      errno = e;
-      return fd;
-    }
-    dir = fd;
-    start = next;
-  }
-  return -1;
-}
-
-}  // namespace internal
 }  // namespace ufspack

@@ -7,8 +7,8 @@
 #include <cerrno>
 #include <utility>
 
-#include "open_any_length.h"
 #include "ufspack/file.h"
+#include "ufspack/posix_io.h"
 
 namespace ufspack {
 namespace internal {

@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
-#include "posix_io.h"
 #include "publish.h"
 #include "ufspack/coding.h"
 #include "ufspack/format.h"
+#include "ufspack/posix_io.h"
 
 namespace ufspack {
 namespace internal {

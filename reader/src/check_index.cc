@@ -1,6 +1,6 @@
 // Copyright 2026 The ufspack Authors.
 //
-// Reader::CheckIndex: the full pass `ufspack verify` runs over an index
+// SinglePack::CheckIndex: the full pass `ufspack verify` runs over an index
 // (every record entry, name, class range and lookup slot), in bounded
 // memory.
 #include <xxhash.h>
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "single_pack.h"
 #include "ufspack/coding.h"
 #include "ufspack/file.h"
 #include "ufspack/format.h"
@@ -17,6 +18,7 @@
 #include "ufspack/text.h"
 
 namespace ufspack {
+namespace internal {
 namespace {
 
 // One-pass scans release the index pages behind them every this many
@@ -27,8 +29,7 @@ constexpr uint64_t kLookupStripeBytes = uint64_t{256} << 20;
 
 }  // namespace
 
-Status Reader::CheckIndex() const {
-  if (parts_) return MergedCheckIndex();
+Status SinglePack::CheckIndex() const {
   const std::string& iname = info_.index_path;
   std::string_view bytes = index_->bytes();
   {
@@ -124,14 +125,14 @@ Status Reader::CheckIndex() const {
         const uint64_t home = LookupHome(h, slots);
         if (home < lo || home >= hi) continue;
       }
-      uint64_t found = kNoRecord;
+      uint64_t found = Reader::kNoRecord;
       Status s = Probe(r.name, h, &found);
       if (!s.ok() || found != i) {
         return Corrupt(
             i, r.name,
             !s.ok()
                 ? "lookup cannot find this name: " + std::string(s.message())
-            : found == kNoRecord
+            : found == Reader::kNoRecord
                 ? "lookup cannot find this name: " + info_.index_path +
                       ": no record named '" + EscapeBytes(r.name) + "'"
                 : "lookup finds record " + std::to_string(found) +
@@ -144,4 +145,5 @@ Status Reader::CheckIndex() const {
   return Status::OK();
 }
 
+}  // namespace internal
 }  // namespace ufspack

@@ -47,12 +47,58 @@ Status CheckVersion(uint32_t version, const char* what) {
   return Status::OK();
 }
 
+}  // namespace
+
 std::string ShortInput(const char* what, size_t want, size_t got) {
   return std::string(what) + " needs " + std::to_string(want) +
          " bytes, found " + std::to_string(got);
 }
 
-}  // namespace
+Status CheckHeaderFrame(std::string_view input, const char* magic,
+                        size_t length, const char* what) {
+  if (input.size() < 8 || std::memcmp(input.data(), magic, 8) != 0) {
+    return Status::Corruption(std::string("not a ufspack ") + what +
+                              " (bad magic)");
+  }
+  if (input.size() < length) {
+    return Status::Corruption(
+        "truncated: " + ShortInput((std::string(what) + " header").c_str(),
+                                   length, input.size()));
+  }
+  return Status::OK();
+}
+
+Status CheckHeaderChecksum(const char* p, size_t checksum_offset,
+                           const char* what) {
+  const uint64_t stored = DecodeFixed64(p + checksum_offset);
+  const uint64_t actual = Checksum64(p, checksum_offset);
+  if (stored != actual) {
+    return Status::Corruption(std::string(what) +
+                              " header checksum mismatch: expected " +
+                              HexU64(stored) + ", found " + HexU64(actual));
+  }
+  return Status::OK();
+}
+
+void EncodeSections(const Section* const* sections, int n, char* at) {
+  for (int i = 0; i < n; ++i) {
+    EncodeFixed64(at + 16 * i, sections[i]->offset);
+    EncodeFixed64(at + 8 + 16 * i, sections[i]->size);
+  }
+}
+
+void DecodeSections(const char* at, Section* const* sections, int n) {
+  for (int i = 0; i < n; ++i) {
+    sections[i]->offset = DecodeFixed64(at + 16 * i);
+    sections[i]->size = DecodeFixed64(at + 8 + 16 * i);
+  }
+}
+
+void SealHeader(char* buf, size_t checksum_offset, size_t length,
+                std::string* dst) {
+  EncodeFixed64(buf + checksum_offset, Checksum64(buf, checksum_offset));
+  dst->append(buf, length);
+}
 
 const char* CodecName(Codec codec) {
   switch (codec) {
@@ -181,35 +227,19 @@ void IndexHeader::EncodeTo(std::string* dst) const {
   EncodeFixed64(buf + 64, data_size);
   EncodeFixed64(buf + 72, index_size);
   const Section* sections[5] = {&records, &classes, &lookup, &names, &meta};
-  for (int i = 0; i < 5; ++i) {
-    EncodeFixed64(buf + 80 + 16 * i, sections[i]->offset);
-    EncodeFixed64(buf + 88 + 16 * i, sections[i]->size);
-  }
+  EncodeSections(sections, 5, buf + 80);
   EncodeFixed64(buf + kBodyChecksumOffset, body_checksum);
-  EncodeFixed64(buf + kHeaderChecksumOffset,
-                Checksum64(buf, kHeaderChecksumOffset));
-  dst->append(buf, kEncodedLength);
+  SealHeader(buf, kHeaderChecksumOffset, kEncodedLength, dst);
 }
 
 Status IndexHeader::DecodeFrom(std::string_view* input) {
-  if (input->size() < 8 || std::memcmp(input->data(), kIndexMagic, 8) != 0) {
-    return Status::Corruption("not a ufspack index (bad magic)");
-  }
-  if (input->size() < kEncodedLength) {
-    return Status::Corruption("truncated: " + ShortInput("index header",
-                                                         kEncodedLength,
-                                                         input->size()));
-  }
+  UFSPACK_RETURN_IF_ERROR(
+      CheckHeaderFrame(*input, kIndexMagic, kEncodedLength, "index"));
   const char* p = input->data();
   version = DecodeFixed32(p + 8);
   UFSPACK_RETURN_IF_ERROR(CheckVersion(version, "index"));
-  const uint64_t stored_sum = DecodeFixed64(p + kHeaderChecksumOffset);
-  const uint64_t actual_sum = Checksum64(p, kHeaderChecksumOffset);
-  if (stored_sum != actual_sum) {
-    return Status::Corruption("index header checksum mismatch: expected " +
-                              HexU64(stored_sum) + ", found " +
-                              HexU64(actual_sum));
-  }
+  UFSPACK_RETURN_IF_ERROR(
+      CheckHeaderChecksum(p, kHeaderChecksumOffset, "index"));
   uint32_t header_size = DecodeFixed32(p + 12);
   if (header_size != kEncodedLength) {
     return Status::Corruption(
@@ -249,10 +279,7 @@ Status IndexHeader::DecodeFrom(std::string_view* input) {
   data_size = DecodeFixed64(p + 64);
   index_size = DecodeFixed64(p + 72);
   Section* sections[5] = {&records, &classes, &lookup, &names, &meta};
-  for (int i = 0; i < 5; ++i) {
-    sections[i]->offset = DecodeFixed64(p + 80 + 16 * i);
-    sections[i]->size = DecodeFixed64(p + 88 + 16 * i);
-  }
+  DecodeSections(p + 80, sections, 5);
   body_checksum = DecodeFixed64(p + kBodyChecksumOffset);
   input->remove_prefix(kEncodedLength);
   return Status::OK();

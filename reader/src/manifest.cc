@@ -28,11 +28,6 @@ bool AllZero(const char* p, size_t n) {
   return true;
 }
 
-std::string Short(const char* what, size_t want, size_t got) {
-  return std::string(what) + " needs " + std::to_string(want) +
-         " bytes, found " + std::to_string(got);
-}
-
 }  // namespace
 
 // --- ManifestHeader
@@ -62,25 +57,14 @@ void ManifestHeader::EncodeTo(std::string* dst) const {
   EncodeFixed64(buf + 72, file_size);
   const Section* sections[6] = {&parts,      &segments, &classes,
                                 &label_maps, &strings,  &meta};
-  for (int i = 0; i < 6; ++i) {
-    EncodeFixed64(buf + 80 + 16 * i, sections[i]->offset);
-    EncodeFixed64(buf + 88 + 16 * i, sections[i]->size);
-  }
+  EncodeSections(sections, 6, buf + 80);
   EncodeFixed64(buf + kBodyChecksumOffset, body_checksum);
-  EncodeFixed64(buf + kHeaderChecksumOffset,
-                Checksum64(buf, kHeaderChecksumOffset));
-  dst->append(buf, kEncodedLength);
+  SealHeader(buf, kHeaderChecksumOffset, kEncodedLength, dst);
 }
 
 Status ManifestHeader::DecodeFrom(std::string_view* input) {
-  if (input->size() < 8 || std::memcmp(input->data(), kManifestMagic, 8) != 0) {
-    return Status::Corruption("not a ufspack manifest (bad magic)");
-  }
-  if (input->size() < kEncodedLength) {
-    return Status::Corruption("truncated: " + Short("manifest header",
-                                                    kEncodedLength,
-                                                    input->size()));
-  }
+  UFSPACK_RETURN_IF_ERROR(
+      CheckHeaderFrame(*input, kManifestMagic, kEncodedLength, "manifest"));
   const char* p = input->data();
   version = DecodeFixed32(p + 8);
   if (version < 1 || version > kMaxReadableManifestVersion) {
@@ -88,12 +72,8 @@ Status ManifestHeader::DecodeFrom(std::string_view* input) {
         "unsupported manifest version " + std::to_string(version) +
         ", this build reads 1.." + std::to_string(kMaxReadableManifestVersion));
   }
-  const uint64_t stored = DecodeFixed64(p + kHeaderChecksumOffset);
-  const uint64_t actual = Checksum64(p, kHeaderChecksumOffset);
-  if (stored != actual) {
-    return Status::Corruption("manifest header checksum mismatch: expected " +
-                              HexU64(stored) + ", found " + HexU64(actual));
-  }
+  UFSPACK_RETURN_IF_ERROR(
+      CheckHeaderChecksum(p, kHeaderChecksumOffset, "manifest"));
   required_flags = DecodeFixed32(p + 12);
   if (required_flags != 0) {
     return Status::NotSupported("manifest requires features " +
@@ -112,10 +92,7 @@ Status ManifestHeader::DecodeFrom(std::string_view* input) {
   file_size = DecodeFixed64(p + 72);
   Section* sections[6] = {&parts,      &segments, &classes,
                           &label_maps, &strings,  &meta};
-  for (int i = 0; i < 6; ++i) {
-    sections[i]->offset = DecodeFixed64(p + 80 + 16 * i);
-    sections[i]->size = DecodeFixed64(p + 88 + 16 * i);
-  }
+  DecodeSections(p + 80, sections, 6);
   body_checksum = DecodeFixed64(p + kBodyChecksumOffset);
 
   if (part_count > kMaxParts || segment_count > kMaxSegments) {
@@ -203,7 +180,7 @@ void PartEntry::EncodeTo(std::string* dst) const {
 Status PartEntry::DecodeFrom(std::string_view* input) {
   if (input->size() < kEncodedLength) {
     return Status::Corruption(
-        Short("part entry", kEncodedLength, input->size()));
+        ShortInput("part entry", kEncodedLength, input->size()));
   }
   const char* p = input->data();
   std::memcpy(pack_id.bytes.data(), p, 16);
@@ -238,7 +215,7 @@ void SegmentEntry::EncodeTo(std::string* dst) const {
 Status SegmentEntry::DecodeFrom(std::string_view* input) {
   if (input->size() < kEncodedLength) {
     return Status::Corruption(
-        Short("segment entry", kEncodedLength, input->size()));
+        ShortInput("segment entry", kEncodedLength, input->size()));
   }
   const char* p = input->data();
   part = DecodeFixed32(p);

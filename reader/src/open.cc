@@ -9,10 +9,12 @@
 #include <string>
 #include <utility>
 
-#include "merged.h"
+#include "merged_pack.h"
+#include "single_pack.h"
 #include "ufspack/file.h"
 #include "ufspack/format.h"
 #include "ufspack/manifest.h"
+#include "ufspack/open_reader.h"
 #include "ufspack/reader.h"
 #include "ufspack/record_cache.h"
 #include "ufspack/text.h"
@@ -97,8 +99,11 @@ class UnreachableFile final : public RandomAccessFile {
 
 }  // namespace
 
-Status Reader::OpenCached(const std::string& path, const ReaderOptions& options,
-                          std::unique_ptr<Reader>* reader) {
+namespace internal {
+
+Status SinglePack::OpenCached(const std::string& path,
+                              const ReaderOptions& options,
+                              std::unique_ptr<SinglePack>* pack) {
   std::string index_path, data_path;
   Status s = ResolvePackPath(path, &index_path, &data_path);
   if (!s.ok()) {
@@ -117,13 +122,13 @@ Status Reader::OpenCached(const std::string& path, const ReaderOptions& options,
       data_path = base + "/" + kDataFileName;
     }
   }
-  std::unique_ptr<PackCache> pack;
-  Status attached = options.cache->AttachPack(index_path, data_path, &pack);
+  std::unique_ptr<PackCache> cached;
+  Status attached = options.cache->AttachPack(index_path, data_path, &cached);
   if (!attached.ok()) return s.ok() ? attached : s;
   std::unique_ptr<Region> index;
-  UFSPACK_RETURN_IF_ERROR(pack->MapIndex(&index));
+  UFSPACK_RETURN_IF_ERROR(cached->MapIndex(&index));
   std::unique_ptr<RandomAccessFile> data;
-  const bool offline = !pack->source_status().ok();
+  const bool offline = !cached->source_status().ok();
   if (!offline) {
     s = OpenRandomAccessFile(data_path, &data);
     if (!s.ok()) {
@@ -137,21 +142,82 @@ Status Reader::OpenCached(const std::string& path, const ReaderOptions& options,
     IndexHeader header;
     std::string_view in = index->bytes();
     UFSPACK_RETURN_IF_ERROR(header.DecodeFrom(&in).WithContext(index->name()));
-    data.reset(new UnreachableFile(data_path, pack->source_status(),
+    data.reset(new UnreachableFile(data_path, cached->source_status(),
                                    header.data_size));
   }
-  std::unique_ptr<Reader> r(new Reader());
+  std::unique_ptr<SinglePack> r(new SinglePack());
   r->options_ = options;
   r->index_ = std::move(index);
   r->data_ = std::move(data);
-  r->cache_ = std::move(pack);
+  r->cache_ = std::move(cached);
   r->offline_ = offline;
   UFSPACK_RETURN_IF_ERROR(r->Init());
   // Messages and info() name the source, not the cache's copy.
   r->info_.index_path = index_path;
-  *reader = std::move(r);
+  *pack = std::move(r);
   return Status::OK();
 }
+
+Status SinglePack::Open(const std::string& path, const ReaderOptions& options,
+                        std::unique_ptr<SinglePack>* pack) {
+  if (options.cache) return OpenCached(path, options, pack);
+  std::string index_path, data_path;
+  UFSPACK_RETURN_IF_ERROR(ResolvePackPath(path, &index_path, &data_path));
+  std::unique_ptr<Region> index;
+  UFSPACK_RETURN_IF_ERROR(LoadFile(index_path, &index));
+  std::unique_ptr<RandomAccessFile> data;
+  Status s = OpenRandomAccessFile(data_path, &data);
+  if (!s.ok()) {
+    if (s.IsNotFound()) {
+      return Status::NotFound(data_path + ": missing (" + index_path +
+                              " needs its data file beside it)");
+    }
+    return s;
+  }
+  s = Open(std::move(index), std::move(data), options, pack);
+  if (s.ok() || !s.IsCorruption() || IsUrl(index_path)) return s;
+  // A build killed between its two renames left its new data.ufs beside the
+  // previous index.ufs, and the previous data.ufs as .data.ufs.prev: with
+  // that file, the previous index is still a complete pack.
+  std::unique_ptr<Region> index_again;
+  std::unique_ptr<RandomAccessFile> prev;
+  std::unique_ptr<SinglePack> r;
+  if (NewPosixRandomAccessFile(DirName(index_path) + "/" + kPrevDataFileName,
+                               &prev)
+          .ok() &&
+      MapFile(index_path, &index_again).ok() &&
+      Open(std::move(index_again), std::move(prev), options, &r).ok()) {
+    *pack = std::move(r);
+    return Status::OK();
+  }
+  return s;
+}
+
+Status SinglePack::Open(std::unique_ptr<Region> index,
+                        std::unique_ptr<RandomAccessFile> data,
+                        const ReaderOptions& options,
+                        std::unique_ptr<SinglePack>* pack) {
+  std::unique_ptr<SinglePack> r(new SinglePack());
+  r->options_ = options;
+  r->index_ = std::move(index);
+  r->data_ = std::move(data);
+  UFSPACK_RETURN_IF_ERROR(r->Init());
+  *pack = std::move(r);
+  return Status::OK();
+}
+
+Status OpenReader(std::unique_ptr<Region> index,
+                  std::unique_ptr<RandomAccessFile> data,
+                  const ReaderOptions& options,
+                  std::unique_ptr<Reader>* reader) {
+  std::unique_ptr<SinglePack> pack;
+  UFSPACK_RETURN_IF_ERROR(
+      SinglePack::Open(std::move(index), std::move(data), options, &pack));
+  *reader = WrapSource(std::move(pack));
+  return Status::OK();
+}
+
+}  // namespace internal
 
 namespace {
 
@@ -177,6 +243,27 @@ bool ManifestOf(const std::string& path, std::string* manifest) {
   return true;
 }
 
+template <typename Pack>
+Status Wrapped(Status s, std::unique_ptr<Pack>* pack,
+               std::unique_ptr<Reader>* reader) {
+  if (s.ok()) *reader = internal::WrapSource(std::move(*pack));
+  return s;
+}
+
+Status OpenSingle(const std::string& path, const ReaderOptions& options,
+                  std::unique_ptr<Reader>* reader) {
+  std::unique_ptr<internal::SinglePack> pack;
+  return Wrapped(internal::SinglePack::Open(path, options, &pack), &pack,
+                 reader);
+}
+
+Status OpenMerged(const std::string& manifest, const ReaderOptions& options,
+                  std::unique_ptr<Reader>* reader) {
+  std::unique_ptr<internal::MergedPack> pack;
+  return Wrapped(internal::MergedPack::Open(manifest, options, &pack), &pack,
+                 reader);
+}
+
 }  // namespace
 
 Status Reader::Open(const std::string& path, const ReaderOptions& options,
@@ -196,53 +283,4 @@ Status Reader::Open(const std::string& path, const ReaderOptions& options,
   }
   return OpenSingle(path, options, reader);
 }
-
-Status Reader::OpenSingle(const std::string& path, const ReaderOptions& options,
-                          std::unique_ptr<Reader>* reader) {
-  if (options.cache) return OpenCached(path, options, reader);
-  std::string index_path, data_path;
-  UFSPACK_RETURN_IF_ERROR(ResolvePackPath(path, &index_path, &data_path));
-  std::unique_ptr<Region> index;
-  UFSPACK_RETURN_IF_ERROR(LoadFile(index_path, &index));
-  std::unique_ptr<RandomAccessFile> data;
-  Status s = OpenRandomAccessFile(data_path, &data);
-  if (!s.ok()) {
-    if (s.IsNotFound()) {
-      return Status::NotFound(data_path + ": missing (" + index_path +
-                              " needs its data file beside it)");
-    }
-    return s;
-  }
-  s = Open(std::move(index), std::move(data), options, reader);
-  if (s.ok() || !s.IsCorruption() || IsUrl(index_path)) return s;
-  // A build killed between its two renames left its new data.ufs beside the
-  // previous index.ufs, and the previous data.ufs as .data.ufs.prev: with
-  // that file, the previous index is still a complete pack.
-  std::unique_ptr<Region> index_again;
-  std::unique_ptr<RandomAccessFile> prev;
-  std::unique_ptr<Reader> r;
-  if (NewPosixRandomAccessFile(DirName(index_path) + "/" + kPrevDataFileName,
-                               &prev)
-          .ok() &&
-      MapFile(index_path, &index_again).ok() &&
-      Open(std::move(index_again), std::move(prev), options, &r).ok()) {
-    *reader = std::move(r);
-    return Status::OK();
-  }
-  return s;
-}
-
-Status Reader::Open(std::unique_ptr<Region> index,
-                    std::unique_ptr<RandomAccessFile> data,
-                    const ReaderOptions& options,
-                    std::unique_ptr<Reader>* reader) {
-  std::unique_ptr<Reader> r(new Reader());
-  r->options_ = options;
-  r->index_ = std::move(index);
-  r->data_ = std::move(data);
-  UFSPACK_RETURN_IF_ERROR(r->Init());
-  *reader = std::move(r);
-  return Status::OK();
-}
-
 }  // namespace ufspack

@@ -1,507 +1,84 @@
 // Copyright 2026 The ufspack Authors.
+//
+// Reader (ufspack/reader.h): what does not depend on the kind of pack
+// (argument checks, buffers, batches, zstd output, the first-error rule of
+// threaded reads) over the PackSource that does (pack_source.h).
 #include "ufspack/reader.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "merged.h"
+#include "pack_source.h"
 #include "record_codec.h"
-#include "ufspack/coding.h"
 #include "ufspack/file.h"
-#include "ufspack/format.h"
-#include "ufspack/manifest.h"
 #include "ufspack/parallel.h"
 #include "ufspack/text.h"
 
 namespace ufspack {
 
 using internal::BufferOutput;
-using internal::DecodeZstdRecord;
-using internal::kMaxZstdExpansion;
-using internal::kMinZstdFrame;
 using internal::SinkOutput;
 using internal::StringOutput;
-using internal::ThreadScratch;
 
+namespace internal {
+std::unique_ptr<Reader> WrapSource(std::unique_ptr<PackSource> source) {
+  return std::unique_ptr<Reader>(new Reader(std::move(source)));
+}
+}  // namespace internal
+
+Reader::Reader(std::unique_ptr<internal::PackSource> source)
+    : source_(std::move(source)) {}
 Reader::~Reader() = default;
 
-bool Reader::prefers_batches() const {
-  return parts_ ? parts_->remote : data_->prefers_batches();
-}
-
-Status Reader::Init() {
-  const std::string& iname = index_->name();
-  const std::string& dname = data_->name();
-  info_.index_path = iname;
-  info_.data_path = dname;
-  std::string_view bytes = index_->bytes();
-  if (bytes.empty()) {
-    return Status::Corruption(iname + ": empty file, not a ufspack index");
-  }
-  std::string_view in = bytes;
-  IndexHeader header;
-  UFSPACK_RETURN_IF_ERROR(header.DecodeFrom(&in).WithContext(iname));
-  UFSPACK_RETURN_IF_ERROR(header.ValidateLayout().WithContext(iname));
-  if (header.index_size != bytes.size()) {
-    return Status::Corruption(
-        iname + ": size: expected " + std::to_string(header.index_size) +
-        " bytes (recorded in the header), found " +
-        std::to_string(bytes.size()) +
-        (bytes.size() < header.index_size ? " (truncated)" : ""));
-  }
-
-  // Pairing: the data header's pack id must match, and the size must be the
-  // one the index recorded.  (Offline, the cache checked the pair when it
-  // copied the index; every cached record is checksummed.)
-  if (!offline_) {
-    char dh[DataHeader::kEncodedLength];
-    size_t got = 0;
-    UFSPACK_RETURN_IF_ERROR(data_->Read(0, sizeof(dh), dh, &got));
-    DataHeader data_header;
-    std::string_view din(dh, got);
-    UFSPACK_RETURN_IF_ERROR(data_header.DecodeFrom(&din).WithContext(dname));
-    if (data_header.pack_id != header.pack_id) {
-      return Status::Corruption(iname + " and " + dname +
-                                " are not one pack: index pack id " +
-                                header.pack_id.ToHex() + ", data pack id " +
-                                data_header.pack_id.ToHex());
-    }
-    if (data_header.version != header.version) {
-      return Status::Corruption(
-          iname + " is version " + std::to_string(header.version) + " but " +
-          dname + " is version " + std::to_string(data_header.version));
-    }
-    uint64_t data_size = 0;
-    UFSPACK_RETURN_IF_ERROR(data_->Size(&data_size));
-    if (data_size != header.data_size) {
-      return Status::Corruption(dname + ": size: expected " +
-                                std::to_string(header.data_size) +
-                                " bytes (recorded in " + iname + "), found " +
-                                std::to_string(data_size));
-    }
-  }
-
-  if (options_.verify_index_checksum) {
-    const uint64_t actual =
-        Checksum64(bytes.data() + IndexHeader::kEncodedLength,
-                   bytes.size() - IndexHeader::kEncodedLength);
-    if (actual != header.body_checksum) {
-      return Status::Corruption(
-          iname + ": index body checksum mismatch: expected " +
-          HexU64(header.body_checksum) + ", found " + HexU64(actual));
-    }
-  }
-
-  records_ = bytes.substr(header.records.offset, header.records.size);
-  classes_ = bytes.substr(header.classes.offset, header.classes.size);
-  lookup_ = bytes.substr(header.lookup.offset, header.lookup.size);
-  names_ = bytes.substr(header.names.offset, header.names.size);
-  meta_ = bytes.substr(header.meta.offset, header.meta.size);
-
-  info_.version = header.version;
-  info_.pack_id = header.pack_id;
-  info_.record_count = header.record_count;
-  info_.class_count = header.class_count;
-  info_.data_size = header.data_size;
-  info_.index_size = header.index_size;
-  info_.flat = header.flat();
-  info_.optional_flags = header.optional_flags;
-  info_.checksum_type = header.checksum_type;
-  body_checksum_ = header.body_checksum;
-  return Status::OK();
-}
-
-Status Reader::Corrupt(uint64_t i, std::string_view name,
-                       std::string_view what) const {
-  std::string msg = info_.index_path + ": record " + std::to_string(i);
-  if (!name.empty()) {
-    msg += " '";
-    msg += EscapeBytes(name);
-    msg += "'";
-  }
-  msg += ": ";
-  msg += what;
-  return Status::Corruption(msg);
-}
-
-Status Reader::NameAt(uint64_t offset, uint64_t length,
-                      std::string_view* name) const {
-  if (offset > names_.size() || length > names_.size() - offset) {
-    return Status::Corruption("name at pool offset " + std::to_string(offset) +
-                              " + " + std::to_string(length) +
-                              " exceeds the name pool (" +
-                              std::to_string(names_.size()) + " bytes)");
-  }
-  *name = names_.substr(offset, length);
-  return Status::OK();
-}
+bool Reader::offline() const { return source_->offline(); }
+bool Reader::prefers_batches() const { return source_->prefers_batches(); }
+const PackInfo& Reader::info() const { return source_->info(); }
+const ReaderOptions& Reader::options() const { return source_->options(); }
+uint64_t Reader::size() const { return source_->info().record_count; }
+uint64_t Reader::class_count() const { return source_->info().class_count; }
 
 Status Reader::GetRecord(uint64_t i, Record* record) const {
-  if (parts_) return MergedGetRecord(i, record);
-  if (i >= info_.record_count) {
-    return Status::OutOfRange(info_.index_path + ": record " +
-                              std::to_string(i) + " out of range (pack has " +
-                              std::to_string(info_.record_count) + " records)");
-  }
-  std::string_view in = records_.substr(i * RecordEntry::kEncodedLength,
-                                        RecordEntry::kEncodedLength);
-  RecordEntry e;
-  Status s = e.DecodeFrom(&in);
-  if (!s.ok()) return Corrupt(i, {}, s.message());
-  std::string_view name;
-  s = NameAt(e.name_offset, e.name_length, &name);
-  if (!s.ok()) return Corrupt(i, {}, s.message());
-  if (NameHashTag(NameHash(name)) != e.name_hash) {
-    return Corrupt(i, name, "name hash mismatch (damaged name or name pool)");
-  }
-  const uint64_t data_size = info_.data_size;
-  if (e.offset < DataHeader::kEncodedLength || e.offset > data_size ||
-      e.stored_length > data_size - e.offset) {
-    return Corrupt(i, name,
-                   "offset " + std::to_string(e.offset) + " + length " +
-                       std::to_string(e.stored_length) +
-                       " lies outside the data area [64, " +
-                       std::to_string(data_size) + ")");
-  }
-  if (info_.class_count == 0) {
-    if (e.label != kNoLabel) {
-      return Corrupt(
-          i, name,
-          "label " + std::to_string(e.label) + " but the pack has no classes");
-    }
-  } else if (e.label >= info_.class_count) {
-    return Corrupt(i, name,
-                   "label " + std::to_string(e.label) + " >= class count " +
-                       std::to_string(info_.class_count));
-  }
-  if (e.codec == Codec::kZstd) {
-    if (e.stored_length == 0) {
-      return Corrupt(i, name,
-                     "codec zstd with stored_length " +
-                         std::to_string(e.stored_length) +
-                         ": a zstd frame needs at least " +
-                         std::to_string(kMinZstdFrame) + " bytes");
-    }
-    if (e.original_length / kMaxZstdExpansion > e.stored_length) {
-      return Corrupt(i, name,
-                     "codec zstd with stored_length " +
-                         std::to_string(e.stored_length) +
-                         " cannot expand to original_length " +
-                         std::to_string(e.original_length) +
-                         " (a zstd frame expands at most " +
-                         std::to_string(kMaxZstdExpansion) + " times)");
-    }
-  }
-  record->index = i;
-  record->offset = e.offset;
-  record->stored_length = e.stored_length;
-  record->original_length = e.original_length;
-  record->checksum = e.checksum;
-  record->label = e.label;
-  record->codec = e.codec;
-  record->name = name;
-  return Status::OK();
+  return source_->GetRecord(i, record);
 }
-
-Status Reader::GetClass(uint64_t c, ClassInfo* out) const {
-  if (c >= info_.class_count) {
-    return Status::OutOfRange(info_.index_path + ": class " +
-                              std::to_string(c) + " out of range (pack has " +
-                              std::to_string(info_.class_count) + " classes)");
-  }
-  std::string_view in = classes_.substr(c * ClassEntry::kEncodedLength,
-                                        ClassEntry::kEncodedLength);
-  ClassEntry e;
-  Status s = e.DecodeFrom(&in);
-  std::string where = info_.index_path + ": class " + std::to_string(c);
-  if (!s.ok())
-    return Status::Corruption(where + ": " + std::string(s.message()));
-  std::string_view name;
-  s = NameAt(e.name_offset, e.name_length, &name);
-  if (!s.ok())
-    return Status::Corruption(where + ": " + std::string(s.message()));
-  if (e.first_record > info_.record_count ||
-      e.record_count > info_.record_count - e.first_record) {
-    return Status::Corruption(
-        where + ": records " + std::to_string(e.first_record) + " + " +
-        std::to_string(e.record_count) + " exceed the record count " +
-        std::to_string(info_.record_count));
-  }
-  out->name = name;
-  out->first_record = e.first_record;
-  out->record_count = e.record_count;
-  return Status::OK();
+Status Reader::GetClass(uint64_t c, ClassInfo* info) const {
+  return source_->GetClass(c, info);
 }
-
 Status Reader::Find(std::string_view name, uint64_t* index) const {
-  if (parts_) return MergedFind(name, index);
-  uint64_t found;
-  UFSPACK_RETURN_IF_ERROR(Probe(name, NameHash(name), &found));
-  if (found == kNoRecord) {
-    return Status::NotFound(info_.index_path + ": no record named '" +
-                            EscapeBytes(name) + "'");
-  }
-  *index = found;
-  return Status::OK();
+  return source_->Find(name, index);
 }
-
-Status Reader::Probe(std::string_view name, uint64_t hash,
-                     uint64_t* index) const {
-  *index = kNoRecord;
-  const uint64_t slots = lookup_.size() / 4;
-  if (slots == 0) return Status::OK();
-  const uint32_t tag = NameHashTag(hash);
-  uint64_t pos = LookupHome(hash, slots);
-  for (uint64_t probe = 0; probe < slots; ++probe) {
-    const uint32_t v = DecodeFixed32(lookup_.data() + pos * 4);
-    if (v == 0) break;
-    const uint64_t candidate = static_cast<uint64_t>(v) - 1;
-    if (candidate >= info_.record_count) {
-      return Status::Corruption(info_.index_path + ": lookup slot " +
-                                std::to_string(pos) + " refers to record " +
-                                std::to_string(candidate) + " of " +
-                                std::to_string(info_.record_count));
-    }
-    // Cheap reject on the stored hash tag before decoding the entry.
-    const uint32_t stored_tag = DecodeFixed32(
-        records_.data() + candidate * RecordEntry::kEncodedLength +
-        RecordEntry::kNameHashAt);
-    if (stored_tag == tag) {
-      Record r;
-      UFSPACK_RETURN_IF_ERROR(GetRecord(candidate, &r));
-      if (r.name == name) {
-        *index = candidate;
-        return Status::OK();
-      }
-    }
-    pos = (pos + 1) & (slots - 1);
-  }
-  return Status::OK();
-}
-
-namespace {
-
-// Batched lookups work in groups this size: enough independent cache
-// misses in flight to fill a core's line fill buffers (10-16 on current
-// x86 and ARM cores), few enough that the group's lines stay cached
-// between its passes.
-constexpr size_t kPrefetchGroup = 16;
-
-inline void PrefetchBytes(const char* p, size_t n) {
-  __builtin_prefetch(p, 0, 1);
-  if (n > 1) __builtin_prefetch(p + n - 1, 0, 1);  // a second cache line
-}
-
-// Prefetches the name of the encoded record entry at `entry` from `pool`
-// (the name pool).  Fields out of range are skipped: GetRecord() reports
-// them.
-inline void PrefetchName(const char* entry, std::string_view pool) {
-  const uint64_t offset = DecodeFixed64(entry + RecordEntry::kNameOffsetAt);
-  const uint32_t length = DecodeFixed32(entry + RecordEntry::kNameLengthAt);
-  if (length > 0 && offset < pool.size() && length <= pool.size() - offset)
-    PrefetchBytes(pool.data() + offset, length);
-}
-
-}  // namespace
-
 Status Reader::FindMany(const std::string_view* names, size_t count,
                         uint64_t* indices) const {
-  if (parts_) {
-    for (size_t k = 0; k < count; ++k) {
-      Status s = MergedFind(names[k], &indices[k]);
-      if (s.IsNotFound()) {
-        indices[k] = kNoRecord;
-      } else if (!s.ok()) {
-        return s;
-      }
-    }
-    return Status::OK();
-  }
-  const uint64_t slots = lookup_.size() / 4;
-  uint64_t hashes[kPrefetchGroup];
-  for (size_t g = 0; g < count; g += kPrefetchGroup) {
-    const size_t n = std::min(kPrefetchGroup, count - g);
-    const std::string_view* batch = names + g;
-    // Pass 1: hash every name, prefetch its home slot.
-    for (size_t k = 0; k < n; ++k) {
-      hashes[k] = NameHash(batch[k]);
-      if (slots > 0)
-        PrefetchBytes(lookup_.data() + LookupHome(hashes[k], slots) * 4, 4);
-    }
-    // Pass 2: the home slot's record entry.
-    const char* entries[kPrefetchGroup];
-    for (size_t k = 0; k < n; ++k) {
-      entries[k] = nullptr;
-      if (slots == 0) continue;
-      const uint32_t v =
-          DecodeFixed32(lookup_.data() + LookupHome(hashes[k], slots) * 4);
-      if (v == 0 || v - 1 >= info_.record_count) continue;
-      entries[k] = records_.data() +
-                   static_cast<uint64_t>(v - 1) * RecordEntry::kEncodedLength;
-      PrefetchBytes(entries[k], RecordEntry::kEncodedLength);
-    }
-    // Pass 3: the name of an entry whose hash tag matches.
-    for (size_t k = 0; k < n; ++k) {
-      if (entries[k] == nullptr ||
-          DecodeFixed32(entries[k] + RecordEntry::kNameHashAt) !=
-              NameHashTag(hashes[k])) {
-        continue;
-      }
-      PrefetchName(entries[k], names_);
-    }
-    // Pass 4: the probes, as Find() makes them, now mostly from cache.
-    for (size_t k = 0; k < n; ++k)
-      UFSPACK_RETURN_IF_ERROR(Probe(batch[k], hashes[k], &indices[g + k]));
-  }
-  return Status::OK();
+  return source_->FindMany(names, count, indices);
 }
+Status Reader::CheckIndex() const { return source_->CheckIndex(); }
+Status Reader::ListMetadata(
+    std::vector<std::pair<std::string_view, std::string_view>>* entries) const {
+  return source_->ListMetadata(entries);
+}
+
+void Reader::ReleaseRecords(uint64_t first, uint64_t count) const {
+  const uint64_t n = size();
+  if (first >= n || count == 0) return;
+  source_->ReleaseRecords(first, std::min(count, n - first));
+}
+void Reader::ReleaseIndex() const { source_->ReleaseIndex(); }
 
 Status Reader::GetRecords(const uint64_t* indices, size_t count,
                           Record* records) const {
-  for (size_t g = 0; g < count; g += kPrefetchGroup) {
-    const size_t n = std::min(kPrefetchGroup, count - g);
-    if (!parts_) {
-      for (size_t k = 0; k < n; ++k) {
-        if (indices[g + k] >= info_.record_count) continue;
-        PrefetchBytes(
-            records_.data() + indices[g + k] * RecordEntry::kEncodedLength,
-            RecordEntry::kEncodedLength);
-      }
-      for (size_t k = 0; k < n; ++k) {
-        if (indices[g + k] >= info_.record_count) continue;
-        PrefetchName(
-            records_.data() + indices[g + k] * RecordEntry::kEncodedLength,
-            names_);
-      }
-    }
+  // In small groups: each group's entries and names are fetched from memory
+  // together (PrefetchRecords) before they are decoded.
+  constexpr size_t kGroup = 16;
+  for (size_t g = 0; g < count; g += kGroup) {
+    const size_t n = std::min(kGroup, count - g);
+    source_->PrefetchRecords(indices + g, n);
     for (size_t k = 0; k < n; ++k)
       UFSPACK_RETURN_IF_ERROR(GetRecord(indices[g + k], &records[g + k]));
   }
   return Status::OK();
-}
-
-// Reads the stored bytes of `r` into dst[0, r.stored_length) with one pread
-// and verifies the checksum.
-Status Reader::ReadStored(const Record& r, char* dst) const {
-  if (parts_) {
-    const Reader* part;
-    Record local = r;
-    UFSPACK_RETURN_IF_ERROR(PartFor(r.index, &part, &local.index));
-    return part->ReadStored(local, dst);
-  }
-  if (cache_ && cache_->Lookup(r.index, r.stored_length, r.checksum, dst)) {
-    return Status::OK();
-  }
-  size_t got = 0;
-  Status s = data_->Read(r.offset, r.stored_length, dst, &got);
-  if (!s.ok()) {
-    return s.WithContext("record " + std::to_string(r.index) + " '" +
-                         EscapeBytes(r.name) + "'");
-  }
-  return CheckStored(r, dst, got);
-}
-
-// Checks `got` stored bytes of `r` read from data.ufs into dst (their
-// length and checksum) and offers them to the cache.
-Status Reader::CheckStored(const Record& r, const char* dst, size_t got) const {
-  if (got != r.stored_length) {
-    return Status::Corruption(
-        data_->name() + ": record " + std::to_string(r.index) + " '" +
-        EscapeBytes(r.name) + "' at offset " + std::to_string(r.offset) +
-        ": short read: expected " + std::to_string(r.stored_length) +
-        " bytes, found " + std::to_string(got) + " (data file truncated?)");
-  }
-  if (options_.verify_checksums || cache_) {
-    const uint64_t actual = Checksum64(dst, got);
-    if (actual == r.checksum) {
-      if (cache_) cache_->Insert(r.index, dst, got, r.checksum);
-    } else if (options_.verify_checksums) {
-      return Status::Corruption(
-          data_->name() + ": record " + std::to_string(r.index) + " '" +
-          EscapeBytes(r.name) + "' at offset " + std::to_string(r.offset) +
-          " + " + std::to_string(r.stored_length) +
-          ": checksum mismatch: expected " + HexU64(r.checksum) + ", found " +
-          HexU64(actual));
-    }
-  }
-  return Status::OK();
-}
-
-// Reads the stored bytes of records[0, count) with one ReadMany() of the
-// cache's misses (concurrent requests for a remote data file), then checks
-// each.  dsts[k] receives records[k]'s stored_length bytes.  The cache
-// is asked first, on `threads` threads (a hit is a local read and a
-// checksum).
-Status Reader::ReadStoredMany(const Record* records, char* const* dsts,
-                              size_t count, int threads) const {
-  if (parts_) return MergedReadStoredMany(records, dsts, count, threads);
-  std::vector<char> hit(count, 0);
-  if (cache_) {
-    auto lookup = [&](size_t k) {
-      const Record& r = records[k];
-      hit[k] = cache_->Lookup(r.index, r.stored_length, r.checksum, dsts[k]);
-    };
-    if (threads > 1 && count > 1) {
-      ParallelFor(count, threads, lookup);
-    } else {
-      for (size_t k = 0; k < count; ++k) lookup(k);
-    }
-  }
-  std::vector<RandomAccessFile::ReadOp> ops;
-  std::vector<size_t> which;
-  ops.reserve(count);
-  which.reserve(count);
-  for (size_t k = 0; k < count; ++k) {
-    const Record& r = records[k];
-    if (hit[k]) continue;
-    RandomAccessFile::ReadOp op;
-    op.offset = r.offset;
-    op.n = static_cast<size_t>(r.stored_length);
-    op.dst = dsts[k];
-    ops.push_back(op);
-    which.push_back(k);
-  }
-  if (ops.empty()) return Status::OK();
-  size_t failed = ops.size();
-  Status s = data_->ReadMany(ops.data(), ops.size(), &failed);
-  if (!s.ok()) {
-    if (failed < ops.size()) {
-      const Record& r = records[which[failed]];
-      return s.WithContext("record " + std::to_string(r.index) + " '" +
-                           EscapeBytes(r.name) + "'");
-    }
-    return s;
-  }
-  for (size_t j = 0; j < ops.size(); ++j) {
-    UFSPACK_RETURN_IF_ERROR(
-        CheckStored(records[which[j]], ops[j].dst, ops[j].got));
-  }
-  return Status::OK();
-}
-
-// Reads and checksums the stored frame of zstd record `r` into a per-thread
-// buffer, then decodes it into `output`.
-Status Reader::ReadZstd(const Record& r, internal::ZstdOutput* output) const {
-  if (parts_) {
-    const Reader* part;
-    Record local = r;
-    UFSPACK_RETURN_IF_ERROR(PartFor(r.index, &part, &local.index));
-    return part->ReadZstd(local, output);
-  }
-  std::string& scratch = ThreadScratch();
-  if (scratch.size() < r.stored_length) scratch.resize(r.stored_length);
-  UFSPACK_RETURN_IF_ERROR(ReadStored(r, scratch.data()));
-  return DecodeZstdRecord(data_->name(), r, scratch.data(), output);
 }
 
 Status Reader::Read(const Record& r, char* dst, size_t capacity) const {
@@ -513,10 +90,10 @@ Status Reader::Read(const Record& r, char* dst, size_t capacity) const {
   }
   Status s;
   if (r.codec == Codec::kRaw) {
-    s = ReadStored(r, dst);
+    s = source_->ReadStored(r, dst);
   } else {
     BufferOutput output(dst);
-    s = ReadZstd(r, &output);
+    s = source_->ReadZstd(r, &output);
   }
   // The pread (or decompression) writes straight into dst: after an error,
   // never leave part of a record (or of a damaged one) there.
@@ -545,11 +122,11 @@ Status Reader::Read(const Record& r, std::string* out) const {
     // Grown as the frame really produces bytes, never sized from
     // original_length up front.
     StringOutput output(out);
-    s = ReadZstd(r, &output);
+    s = source_->ReadZstd(r, &output);
     output.Trim();
   } else {
     out->resize(static_cast<size_t>(r.original_length));
-    s = ReadStored(r, out->data());
+    s = source_->ReadStored(r, out->data());
   }
   if (!s.ok()) out->clear();
   return s;
@@ -560,11 +137,11 @@ Status Reader::Stream(
     const std::function<Status(std::string_view)>& sink) const {
   if (r.codec == Codec::kZstd) {
     SinkOutput output(sink);
-    return ReadZstd(r, &output);
+    return source_->ReadZstd(r, &output);
   }
   // Raw: stored_length bytes really are in the data file.
   std::string buf(static_cast<size_t>(r.stored_length), '\0');
-  UFSPACK_RETURN_IF_ERROR(ReadStored(r, buf.data()));
+  UFSPACK_RETURN_IF_ERROR(source_->ReadStored(r, buf.data()));
   return sink(buf);
 }
 
@@ -593,7 +170,7 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, Batch* out,
     claimed += records[k].original_length;
   }
   if (prefers_batches() && count > 1) {
-    Status s = ReadBatchMany(records, out, threads);
+    Status s = source_->ReadBatchMany(records, out, threads);
     if (!s.ok()) {
       out->data.clear();
       out->offsets.clear();
@@ -602,24 +179,8 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, Batch* out,
   }
 
   // Runs body(k) for every k on `threads` threads; the first error wins.
-  auto for_each = [&](const std::function<Status(size_t)>& body) -> Status {
-    if (threads <= 1 || count <= 1) {
-      for (size_t k = 0; k < count; ++k) UFSPACK_RETURN_IF_ERROR(body(k));
-      return Status::OK();
-    }
-    std::atomic<bool> failed{false};
-    std::mutex mu;
-    Status first_error;
-    ParallelFor(count, threads, [&](size_t k) {
-      if (failed.load(std::memory_order_relaxed)) return;
-      Status s = body(k);
-      if (!s.ok()) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (first_error.ok()) first_error = s;
-        failed.store(true);
-      }
-    });
-    return first_error;
+  auto for_each = [&](const std::function<Status(size_t)>& body) {
+    return ParallelForStatus(count, threads, body);
   };
 
   // A zstd record's original_length is not trusted to size anything: the
@@ -653,7 +214,7 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, Batch* out,
         std::memcpy(dst, decoded[k].data(), decoded[k].size());
         return Status::OK();
       }
-      return ReadStored(records[k], dst);
+      return source_->ReadStored(records[k], dst);
     });
   }
   if (!s.ok()) {
@@ -674,103 +235,11 @@ Status Reader::ReadMany(const Record* records, char* const* dsts, size_t count,
     }
   }
   if (prefers_batches()) {
-    return ReadStoredMany(records, dsts, count, threads);
+    return source_->ReadStoredMany(records, dsts, count, threads);
   }
-  if (threads <= 1 || count <= 1) {
-    for (size_t k = 0; k < count; ++k) {
-      UFSPACK_RETURN_IF_ERROR(ReadStored(records[k], dsts[k]));
-    }
-    return Status::OK();
-  }
-  std::atomic<bool> failed{false};
-  std::mutex mu;
-  Status first_error;
-  ParallelFor(count, threads, [&](size_t k) {
-    if (failed.load(std::memory_order_relaxed)) return;
-    Status s = ReadStored(records[k], dsts[k]);
-    if (!s.ok()) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (first_error.ok()) first_error = s;
-      failed.store(true);
-    }
+  return ParallelForStatus(count, threads, [&](size_t k) {
+    return source_->ReadStored(records[k], dsts[k]);
   });
-  return first_error;
-}
-
-Status Reader::ReadBatchMany(const std::vector<Record>& records, Batch* out,
-                             int threads) const {
-  if (parts_) return MergedReadBatchMany(records, out, threads);
-  const size_t count = records.size();
-  std::vector<uint64_t> offsets(count + 1, 0);
-  std::vector<char*> dsts(count);
-  bool any_zstd = false;
-  for (const Record& r : records) any_zstd |= r.codec == Codec::kZstd;
-  if (!any_zstd) {
-    // Raw records go straight into the batch buffer.
-    uint64_t total = 0;
-    for (size_t k = 0; k < count; ++k) {
-      offsets[k] = total;
-      total += records[k].original_length;
-    }
-    offsets[count] = total;
-    out->data.resize(static_cast<size_t>(total));
-    for (size_t k = 0; k < count; ++k) {
-      dsts[k] = out->data.data() + offsets[k];
-    }
-    UFSPACK_RETURN_IF_ERROR(
-        ReadStoredMany(records.data(), dsts.data(), count, threads));
-    out->offsets = std::move(offsets);
-    return Status::OK();
-  }
-  // Stored bytes first (one ReadMany), then zstd frames are decoded from
-  // memory, each into a string grown as its frame produces bytes, and the
-  // batch is assembled from what they produced.
-  uint64_t stored_total = 0;
-  std::vector<uint64_t> stored_at(count);
-  for (size_t k = 0; k < count; ++k) {
-    stored_at[k] = stored_total;
-    if (records[k].stored_length > info_.data_size) {
-      return Status::Corruption(info_.index_path + ": record " +
-                                std::to_string(records[k].index) +
-                                " is larger than the data file");
-    }
-    stored_total += records[k].stored_length;
-  }
-  std::string stored(static_cast<size_t>(stored_total), '\0');
-  for (size_t k = 0; k < count; ++k) dsts[k] = stored.data() + stored_at[k];
-  UFSPACK_RETURN_IF_ERROR(
-      ReadStoredMany(records.data(), dsts.data(), count, threads));
-  std::vector<std::string> decoded(count);
-  uint64_t total = 0;
-  for (size_t k = 0; k < count; ++k) {
-    offsets[k] = total;
-    if (records[k].codec == Codec::kZstd) {
-      StringOutput output(&decoded[k]);
-      UFSPACK_RETURN_IF_ERROR(
-          DecodeZstdRecord(data_->name(), records[k], dsts[k], &output));
-      output.Trim();
-      total += decoded[k].size();
-    } else {
-      total += records[k].stored_length;
-    }
-  }
-  offsets[count] = total;
-  out->data.resize(static_cast<size_t>(total));
-  for (size_t k = 0; k < count; ++k) {
-    char* dst = out->data.data() + offsets[k];
-    if (records[k].codec == Codec::kZstd) {
-      std::memcpy(dst, decoded[k].data(), decoded[k].size());
-    } else {
-      std::memcpy(dst, dsts[k], static_cast<size_t>(records[k].stored_length));
-    }
-  }
-  out->offsets = std::move(offsets);
-  return Status::OK();
-}
-
-Status Reader::ListMetadata(
-    std::vector<std::pair<std::string_view, std::string_view>>* entries) const {
-  return DecodeMetadata(meta_, entries).WithContext(info_.index_path);
 }
 
 Status Reader::GetMetadata(std::string_view key,
@@ -783,60 +252,10 @@ Status Reader::GetMetadata(std::string_view key,
       return Status::OK();
     }
   }
-  return Status::NotFound(info_.index_path + ": no metadata '" +
+  return Status::NotFound(info().index_path + ": no metadata '" +
                           EscapeBytes(key) + "'");
 }
 
-void Reader::ReleaseRecords(uint64_t first, uint64_t count) const {
-  if (first >= info_.record_count || count == 0) return;
-  count = std::min(count, info_.record_count - first);
-  if (parts_) {
-    // Each part's run of these records, where the part is open already.
-    const uint64_t end = first + count;
-    const auto& starts = parts_->manifest.segment_starts;
-    const auto& segments = parts_->manifest.segments;
-    size_t s = static_cast<size_t>(
-        std::upper_bound(starts.begin(), starts.end(), first) - starts.begin() -
-        1);
-    for (; first < end && s < segments.size(); ++s) {
-      const uint64_t off = first - starts[s];
-      const uint64_t run = std::min(end - first, segments[s].count - off);
-      const internal::PartSlot& slot = parts_->slots[segments[s].part];
-      if (slot.opened.load(std::memory_order_acquire))  // never opens one
-        slot.reader->ReleaseRecords(segments[s].first + off, run);
-      first += run;
-    }
-    return;
-  }
-  const char* entries = records_.data() + first * RecordEntry::kEncodedLength;
-  // Names: from the first record's to the end of the last one's (the span
-  // they lie in when the pool is in record order, as the writer makes it).
-  // Read before the entries are released: reading them after would map
-  // their pages straight back.
-  const char* last = entries + (count - 1) * RecordEntry::kEncodedLength;
-  const uint64_t lo = DecodeFixed64(entries + RecordEntry::kNameOffsetAt);
-  const uint64_t hi = DecodeFixed64(last + RecordEntry::kNameOffsetAt) +
-                      DecodeFixed32(last + RecordEntry::kNameLengthAt);
-  index_->Release(entries, count * RecordEntry::kEncodedLength);
-  if (lo < hi && hi <= names_.size())
-    index_->Release(names_.data() + lo, hi - lo);
-}
-
-void Reader::ReleaseIndex() const {
-  if (parts_) {
-    for (size_t k = 0; k < parts_->manifest.parts.size(); ++k) {
-      const internal::PartSlot& slot = parts_->slots[k];
-      if (slot.opened.load(std::memory_order_acquire))
-        slot.reader->ReleaseIndex();
-    }
-    return;
-  }
-  index_->Release(index_->bytes().data(), index_->bytes().size());
-}
-
-}  // namespace ufspack
-
-namespace ufspack {
 PackCache::~PackCache() = default;
 
 Status PackCache::MapIndex(std::unique_ptr<Region>* index) const {
@@ -844,4 +263,5 @@ Status PackCache::MapIndex(std::unique_ptr<Region>* index) const {
 }
 
 RecordCache::~RecordCache() = default;
+
 }  // namespace ufspack

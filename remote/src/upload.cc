@@ -32,6 +32,7 @@
 #include "sigv4.h"
 #include "ufspack/file.h"
 #include "ufspack/format.h"
+#include "ufspack/open_reader.h"
 #include "ufspack/reader.h"
 #include "ufspack/remote.h"
 
@@ -174,31 +175,6 @@ class BorrowedFile final : public RandomAccessFile {
 
  private:
   const RandomAccessFile* const file_;
-};
-
-// A RandomAccessFile over bytes it does not own (a mapped index).
-class ViewFile final : public RandomAccessFile {
- public:
-  ViewFile(std::string name, std::string_view bytes)
-      : name_(std::move(name)), bytes_(bytes) {}
-  Status Read(uint64_t offset, size_t n, char* scratch,
-              size_t* bytes_read) const override {
-    const uint64_t begin = std::min<uint64_t>(offset, bytes_.size());
-    const size_t got =
-        static_cast<size_t>(std::min<uint64_t>(n, bytes_.size() - begin));
-    std::copy_n(bytes_.data() + begin, got, scratch);
-    *bytes_read = got;
-    return Status::OK();
-  }
-  Status Size(uint64_t* size) const override {
-    *size = bytes_.size();
-    return Status::OK();
-  }
-  const std::string& name() const override { return name_; }
-
- private:
-  const std::string name_;
-  const std::string_view bytes_;
 };
 
 // Sends the bodies [k * part_size, ...) of `file`, k in [0, count), from
@@ -570,11 +546,13 @@ Status UploadPack(const std::string& local_pack_dir, const std::string& s3_url,
   const std::string_view index_bytes = index->bytes();
   std::unique_ptr<Reader> reader;
   UFSPACK_RETURN_IF_ERROR(
-      Reader::Open(std::move(index), std::make_unique<BorrowedFile>(data.get()),
-                   {}, &reader)
+      internal::OpenReader(std::move(index),
+                           std::make_unique<BorrowedFile>(data.get()), {},
+                           &reader)
           .WithContext("not uploading " + local_pack_dir +
                        ": it does not open as a pack"));
-  ViewFile index_file(index_path, index_bytes);
+  const std::unique_ptr<RandomAccessFile> index_file =
+      NewViewRandomAccessFile(index_path, index_bytes);
 
   Meter meter(options, reader->info().data_size + index_bytes.size());
   meter.Report(0);
@@ -583,7 +561,7 @@ Status UploadPack(const std::string& local_pack_dir, const std::string& s3_url,
   // with the old index, so the index goes up whatever `cancel` says.
   UploadOptions last = options;
   last.cancel = nullptr;
-  Status s = UploadObject(index_file, index_loc, last, &meter);
+  Status s = UploadObject(*index_file, index_loc, last, &meter);
   if (!s.ok()) {
     return s.WithContext(
         data_url + " was replaced but " + index_url +

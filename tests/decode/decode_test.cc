@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "decoders.h"
 #include "testutil.h"
 
 namespace ufspack {

@@ -31,6 +31,7 @@
 
 #include "ufspack/file.h"
 #include "ufspack/format.h"
+#include "ufspack/open_reader.h"
 #include "ufspack/reader.h"
 #include "ufspack/status.h"
 
@@ -494,9 +495,9 @@ void RunOne(const uint8_t* input, size_t size) {
     options.verify_checksums = (pass == 0);
     options.verify_index_checksum = (pass == 1);
     std::unique_ptr<Reader> reader;
-    Status s = Reader::Open(NewMemoryRegion("index.ufs", idx),
-                            NewMemoryRandomAccessFile("data.ufs", data),
-                            options, &reader);
+    Status s = internal::OpenReader(NewMemoryRegion("index.ufs", idx),
+                                    NewMemoryRandomAccessFile("data.ufs", data),
+                                    options, &reader);
     if (!s.ok()) {
       CheckError(s);
       FUZZ_CHECK(reader == nullptr);

@@ -33,6 +33,8 @@
 #include <utility>
 #include <vector>
 
+#include "pack_writer_impl.h"
+#include "scan_order.h"
 #include "testutil.h"
 #include "ufspack/format.h"
 #include "ufspack/reader.h"
@@ -232,33 +234,34 @@ Status BuildWithFifoGuard(const std::string& src, const std::string& out,
 TEST(PrepareRecordTest, CompressesOnlyWhenSmaller) {
   PackWriterOptions o;
   o.compress = true;
-  PreparedRecord r;
+  internal::PreparedRecord r;
   const std::string text = test::CompressibleBytes(50000, 1);
-  ASSERT_TRUE(PrepareRecord(text, o, &r).ok());
+  ASSERT_TRUE(internal::PrepareRecord(text, o, &r).ok());
   EXPECT_EQ(r.codec, Codec::kZstd);
   EXPECT_LT(r.stored.size(), text.size());
   EXPECT_EQ(r.original_length, text.size());
   EXPECT_EQ(r.checksum, Checksum64(r.stored.data(), r.stored.size()));
 
   const std::string noise = test::RandomBytes(50000, 2);
-  ASSERT_TRUE(PrepareRecord(noise, o, &r).ok());
+  ASSERT_TRUE(internal::PrepareRecord(noise, o, &r).ok());
   EXPECT_EQ(r.codec, Codec::kRaw);
   EXPECT_EQ(r.stored, noise);
   EXPECT_EQ(r.checksum, Checksum64(noise.data(), noise.size()));
 
-  ASSERT_TRUE(PrepareRecord("ab", o, &r).ok());  // frame overhead > 2 bytes
+  ASSERT_TRUE(
+      internal::PrepareRecord("ab", o, &r).ok());  // frame overhead > 2 bytes
   EXPECT_EQ(r.codec, Codec::kRaw);
   EXPECT_EQ(r.stored, "ab");
 
-  ASSERT_TRUE(PrepareRecord("", o, &r).ok());
+  ASSERT_TRUE(internal::PrepareRecord("", o, &r).ok());
   EXPECT_EQ(r.codec, Codec::kRaw);
   EXPECT_EQ(r.original_length, 0u);
 }
 
 TEST(PrepareRecordTest, NoCompressionByDefault) {
-  PreparedRecord r;
+  internal::PreparedRecord r;
   const std::string text = test::CompressibleBytes(50000, 1);
-  ASSERT_TRUE(PrepareRecord(text, PackWriterOptions(), &r).ok());
+  ASSERT_TRUE(internal::PrepareRecord(text, PackWriterOptions(), &r).ok());
   EXPECT_EQ(r.codec, Codec::kRaw);
   EXPECT_EQ(r.stored, text);
 }

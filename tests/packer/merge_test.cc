@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "part_plan.h"
 #include "testutil.h"
 #include "ufspack/builder.h"
 #include "ufspack/format.h"

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "scan_order.h"
 #include "testutil.h"
 #include "ufspack/format.h"
 

@@ -33,6 +33,7 @@
 #include "ufspack/coding.h"
 #include "ufspack/file.h"
 #include "ufspack/format.h"
+#include "ufspack/open_reader.h"
 
 namespace ufspack {
 namespace {
@@ -1754,8 +1755,9 @@ TEST_F(ReaderTest, CheckIndexCatchesBadRecordEntry) {
 
 Status OpenInMemory(const std::string& index, const std::string& data,
                     std::unique_ptr<Reader>* r, const ReaderOptions& o = {}) {
-  return Reader::Open(NewMemoryRegion("mem/index.ufs", index),
-                      NewMemoryRandomAccessFile("mem/data.ufs", data), o, r);
+  return internal::OpenReader(NewMemoryRegion("mem/index.ufs", index),
+                              NewMemoryRandomAccessFile("mem/data.ufs", data),
+                              o, r);
 }
 
 TEST_F(ReaderTest, OpenFromMemoryStorage) {
@@ -2114,7 +2116,7 @@ TEST_F(ReaderTest, ReadBatchTooLargeIsRefusedBeforeAllocating) {
   EncodeFixed64(&index[IndexHeader::kHeaderChecksumOffset],
                 Checksum64(index.data(), IndexHeader::kHeaderChecksumOffset));
   std::unique_ptr<Reader> r;
-  Status s = Reader::Open(
+  Status s = internal::OpenReader(
       NewMemoryRegion("huge/index.ufs", index),
       std::make_unique<HugeDataFile>(
           test::ReadFile(data_path()).substr(0, DataHeader::kEncodedLength),

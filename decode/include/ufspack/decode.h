@@ -69,14 +69,6 @@ struct RgbImage {
 UFSPACK_EXPORT Status DecodeRgb(const void* data, size_t size, RgbImage* out,
                                 uint64_t max_pixels = 178956970);
 
-// The same, forcing one decoder, for benchmarks and tests:
-// JPEG through TurboJPEG, or any format through OpenCV's imdecode (JPEG
-// included, with the BGR->RGB reorder).
-UFSPACK_EXPORT Status DecodeRgbTurboJpeg(const void* data, size_t size,
-                                         RgbImage* out);
-UFSPACK_EXPORT Status DecodeRgbOpenCv(const void* data, size_t size,
-                                      RgbImage* out);
-
 // Decodes into rows the caller provides, 4 bytes per pixel: R, G, B and an
 // X byte set to 255, which is how PIL holds an "RGB" image in memory.  A
 // PIL image can so be filled in place, with no HxWx3 buffer in between.

@@ -52,13 +52,8 @@
 
 namespace ufspack {
 
-// On-disk entries (reader/internal/ufspack/format.h) and the scratch files
-// of packer/src/spill.h: internal.
-struct RecordEntry;
-struct IndexHeader;
-struct ClassEntry;
 namespace internal {
-class SpillFile;
+class PackWriterImpl;  // packer/src/pack_writer_impl.h
 }  // namespace internal
 
 struct PackWriterOptions {
@@ -68,21 +63,6 @@ struct PackWriterOptions {
   // A pack without classes (labels are kNoLabel).
   bool flat = false;
 };
-
-// A record's bytes encoded for storage (see PrepareRecord).
-struct PreparedRecord {
-  Codec codec = Codec::kRaw;
-  uint64_t original_length = 0;
-  uint64_t checksum = 0;  // of `stored`
-  std::string stored;
-};
-
-// Encodes `bytes` as it will be stored: zstd when options.compress is set
-// and the frame is smaller than the input, else raw.  Thread-safe (keeps a
-// compression context per thread).
-UFSPACK_EXPORT Status PrepareRecord(std::string bytes,
-                                    const PackWriterOptions& options,
-                                    PreparedRecord* out);
 
 class UFSPACK_EXPORT PackWriter {
  public:
@@ -105,8 +85,6 @@ class UFSPACK_EXPORT PackWriter {
   // are contiguous) and < the number of classes, or kNoLabel in a flat
   // pack.  Names must be unique (checked by Finish()).
   Status Add(std::string_view name, uint32_t label, std::string_view bytes);
-  Status AddPrepared(std::string_view name, uint32_t label,
-                     const PreparedRecord& record);
 
   // Appends `size` bytes read from `fd` (from its current position) as a
   // raw record, in bounded memory.  `path` names the source in errors; the
@@ -125,52 +103,15 @@ class UFSPACK_EXPORT PackWriter {
   void Abandon();
 
   // The first error, sticky: once set, every call returns it.
-  const Status& status() const { return status_; }
-  uint64_t record_count() const { return record_count_; }
-  uint64_t data_bytes() const { return data_offset_; }
-  const std::string& out_dir() const { return out_dir_; }
+  const Status& status() const;
+  uint64_t record_count() const;
+  uint64_t data_bytes() const;
+  const std::string& out_dir() const;
 
  private:
-  PackWriter();
-  Status CheckLabel(uint32_t label, std::string_view name);
-  // CheckLabel plus the format's record count and name length limits.
-  Status CheckRecord(uint32_t label, std::string_view name);
-  Status AppendEntry(std::string_view name, uint32_t label, Codec codec,
-                     uint64_t stored, uint64_t original, uint64_t checksum);
-  Status WriteData(const char* p, size_t n);
-  Status FlushData();
-  Status Spill(internal::SpillFile* file, const void* p, size_t n);
-  // Finish(), step by step: the lookup table and the index header from the
-  // scratch files, the files written and synced, the pack published
-  // (docs/format.md, "Publishing a pack").
-  Status EncodeIndex(IndexHeader* header, std::string* classes,
-                     std::string* meta);
-  Status WriteHeadersAndIndex(const IndexHeader& header,
-                              const std::string& classes,
-                              const std::string& meta);
-  Status Publish();
-  Status Fail(Status s);
-
-  PackWriterOptions options_;
-  std::string out_dir_;
-  int dir_fd_ = -1;
-  int data_fd_ = -1;
-  int index_fd_ = -1;
-  std::string data_tmp_;
-  std::string index_tmp_;
-  std::string buffer_;
-  uint64_t data_offset_ = 0;  // logical size of data.ufs so far
-  // The index grows in scratch files, not in memory (docs/scale.md): the
-  // record table, the name pool (class and record names in the order
-  // added) and each record's NameHash, for the lookup table.
-  std::unique_ptr<internal::SpillFile> records_file_, names_file_, hashes_file_,
-      lookup_file_;
-  uint64_t record_count_ = 0;
-  uint32_t last_label_ = 0;
-  std::vector<ClassEntry> classes_;
-  std::map<std::string, std::string> metadata_;
-  Status status_;
-  bool finished_ = false;
+  friend class internal::PackWriterImpl;  // Of(): the packer's own callers
+  explicit PackWriter(std::unique_ptr<internal::PackWriterImpl> impl);
+  std::unique_ptr<internal::PackWriterImpl> impl_;
 };
 
 struct BuildProgress {
@@ -214,7 +155,7 @@ struct BuildOptions {
   // Build only part `part` (0-based) of a split of the source into `parts`
   // (`ufspack build --part I/N`): every part job lists the whole tree and
   // stats every file, splits the ImageFolder-ordered sample list into
-  // `parts` contiguous ranges of about equal bytes (SplitSamples), and packs
+  // `parts` contiguous ranges of about equal bytes (docs/format.md), and packs
   // its own range, with the whole class table, so that `ufspack merge` of
   // the N parts is the pack a single build would give.  The part records
   // the split in its metadata (kMetaPart, kMetaPartSplit, kMetaPartRange).
@@ -243,13 +184,6 @@ struct BuildOptions {
 inline constexpr char kMetaPart[] = "part";
 inline constexpr char kMetaPartSplit[] = "part_split";
 inline constexpr char kMetaPartRange[] = "part_range";
-
-// The split of BuildOptions::parts: boundaries b[0] = 0 <= b[1] <= ... <=
-// b[parts] = weights.size(), part i being samples [b[i], b[i+1]); b[i] is
-// the first sample whose preceding weights sum to at least i/parts of the
-// total.  A sample's weight is its size in bytes + 1.
-UFSPACK_EXPORT std::vector<uint64_t> SplitSamples(
-    const std::vector<uint64_t>& sizes, uint32_t parts);
 
 struct BuildSummary {
   std::string index_path;

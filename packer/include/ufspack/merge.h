@@ -87,24 +87,15 @@ struct AppendOptions {
   // progress, cancel); the file selection (flat, extensions) is the pack's.
   BuildOptions build;
   bool relabel = false;
-  // When set, exactly these files are the candidates (`ufspack append
-  // --files-from LIST`) and `dir` is not scanned: the append then costs what
-  // the listed files cost, whatever the tree's size.  Each is a path
-  // relative to `dir`, '/'-separated as the pack names its records (a
-  // leading "./", or `dir` + "/", is dropped); one that is not (empty, "..",
-  // an empty component) is InvalidArgument naming it.  Names outside the
-  // pack's file selection (its extensions; in class mode, a file directly
-  // under `dir`) are skipped with a warning; names the pack already holds
-  // are skipped (AppendSummary::already_packed).  Each new record goes where
-  // ImageFolder's order of the grown tree puts it, found by binary search
-  // among its class's records, so the pack's records must be in that order
-  // (every build leaves them so, and every append of files that sort after
-  // the records kept for deleted files; a merge of separately built packs
-  // need not): checked, one pass over the records of each class that gets
-  // a file (of the whole pack when flat), InvalidArgument if not.  Listed
-  // files inside the pack's own directory are skipped with a warning.  Records
-  // whose files are gone from `dir` are not looked for (AppendSummary::kept is
-  // 0).
+  // When set, exactly these files are the candidates (`--files-from`) and
+  // `dir` is not scanned.  Each is relative to `dir`, '/'-separated (a
+  // leading "./" or "<dir>/" is dropped).  Errors: InvalidArgument for an
+  // unsafe name (empty, "..", an empty component), or when the records of
+  // a class that gets a file are not in ImageFolder's order.  Skipped: names
+  // outside the pack's selection or inside its own directory (a warning
+  // each), names already packed (AppendSummary::already_packed).  Records
+  // whose files are gone are not looked for (AppendSummary::kept is 0).
+  // Cost and placement: docs/design.md, "Appending a list of files".
   std::optional<std::vector<std::string>> files;
 };
 

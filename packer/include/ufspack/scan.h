@@ -11,7 +11,7 @@
 //              ends with an allowed extension.
 //
 // "sorted" is Python's str order on file names decoded with the file system
-// encoding (UTF-8, undecodable bytes as surrogate escapes): see PyFsLess.
+// encoding (UTF-8, undecodable bytes as surrogate escapes).
 // Whole root paths are compared, so "a/sub-x" sorts before "a/sub/deeper".
 //
 // Deliberate differences from os.walk, each reported as a warning:
@@ -135,24 +135,6 @@ UFSPACK_EXPORT Status ScanTreeByClass(
     const std::string& root, const ScanOptions& options,
     const std::function<bool(uint32_t label)>& want,
     const std::function<Status(ScanClass* cls)>& sink, ScanResult* result);
-
-// The InvalidArgument ScanTree returns for class directories with no
-// matching file (`empty`: their names, in class order).
-UFSPACK_EXPORT Status EmptyClassesError(const std::string& root,
-                                        const std::vector<std::string>& empty,
-                                        const ScanOptions& options);
-
-// Python's `a < b` for two file names as os.fsdecode() decodes them on
-// Linux: UTF-8 with surrogateescape, compared by code point.  Equals byte
-// order except where undecodable bytes meet 4-byte UTF-8 sequences.
-UFSPACK_EXPORT bool PyFsLess(std::string_view a, std::string_view b);
-
-// Whether sample name `a` (a path relative to the root, as ScanEntry::name)
-// comes before `b` in ScanTree's order, for two names of one class (or of a
-// flat tree): by directory (the part before the last '/', whole paths
-// compared with PyFsLess, as sorted(os.walk()) compares them), then by file
-// name.
-UFSPACK_EXPORT bool ImageFolderLess(std::string_view a, std::string_view b);
 
 // Extensions as ScanTree compares them: ASCII lower case, leading '.'.
 UFSPACK_EXPORT std::vector<std::string> NormalizeExtensions(

@@ -68,11 +68,6 @@
 
 namespace ufspack {
 
-// Storage a Reader can be opened over (reader/internal/ufspack/file.h):
-// internal, for tests, fuzzers and fault injection.
-class Region;
-class RandomAccessFile;
-
 struct ReaderOptions {
   // Verify each record's XXH3-64 checksum on Read().  A mismatch is
   // reported as Corruption; wrong bytes are never returned.
@@ -129,9 +124,10 @@ struct PackInfo {
   ChecksumType checksum_type = ChecksumType::kXXH3_64;
 };
 
+class Reader;
 namespace internal {
-class ZstdOutput;  // reader/src/record_codec.h
-struct PartSet;    // merged.h
+class PackSource;  // reader/src/pack_source.h: one type per kind of pack
+std::unique_ptr<Reader> WrapSource(std::unique_ptr<PackSource> source);
 }  // namespace internal
 
 // Records read by ReadBatch(): all payloads in one buffer.
@@ -165,17 +161,9 @@ class UFSPACK_EXPORT Reader {
   static Status Open(const std::string& path, const ReaderOptions& options,
                      std::unique_ptr<Reader>* reader);
 
-  // Opens a pack from already opened storage (tests, fuzzers, fault
-  // injection: the types are declared in the internal file.h and are not
-  // part of the installed API).  Takes ownership of both.
-  static Status Open(std::unique_ptr<Region> index,
-                     std::unique_ptr<RandomAccessFile> data,
-                     const ReaderOptions& options,
-                     std::unique_ptr<Reader>* reader);
-
   // True when Open() found the source unreachable and serves the pack from
   // options().cache alone (see ReaderOptions::cache).
-  bool offline() const { return offline_; }
+  bool offline() const;
 
   // True when records are best read in batches (ReadBatch) rather than one
   // by one on a few threads: the data file is remote (s3://, https://),
@@ -186,10 +174,10 @@ class UFSPACK_EXPORT Reader {
   Reader(const Reader&) = delete;
   Reader& operator=(const Reader&) = delete;
 
-  const PackInfo& info() const { return info_; }
-  const ReaderOptions& options() const { return options_; }
-  uint64_t size() const { return info_.record_count; }
-  uint64_t class_count() const { return info_.class_count; }
+  const PackInfo& info() const;
+  const ReaderOptions& options() const;
+  uint64_t size() const;
+  uint64_t class_count() const;
 
   // Decodes and validates entry `i`.  OutOfRange for i >= size();
   // Corruption when the entry is inconsistent with the pack.
@@ -308,67 +296,10 @@ class UFSPACK_EXPORT Reader {
       const;
 
  private:
-  Reader() = default;
-  Status Init();
-  // Open() with options.cache set.
-  static Status OpenCached(const std::string& path,
-                           const ReaderOptions& options,
-                           std::unique_ptr<Reader>* reader);
-  Status Corrupt(uint64_t i, std::string_view name,
-                 std::string_view what) const;
-  Status ReadStored(const Record& r, char* dst) const;
-  Status CheckStored(const Record& r, const char* dst, size_t got) const;
-  Status ReadStoredMany(const Record* records, char* const* dsts, size_t count,
-                        int threads) const;
-  // ReadBatch() over a data file that prefers_batches() (a remote object).
-  Status ReadBatchMany(const std::vector<Record>& records, Batch* out,
-                       int threads) const;
-  // Reads, checksums and decodes zstd record `r` into `output`.
-  Status ReadZstd(const Record& r, internal::ZstdOutput* output) const;
-  // The bounds-checked view of name pool bytes [offset, offset + length).
-  Status NameAt(uint64_t offset, uint64_t length, std::string_view* name) const;
-  // Probes the lookup table for `name` (hash `hash`) from its home slot:
-  // *index is the record or kNoRecord.  Errors only for a damaged index.
-  Status Probe(std::string_view name, uint64_t hash, uint64_t* index) const;
-
-  // Open() of a single pack (index.ufs + data.ufs).
-  static Status OpenSingle(const std::string& path,
-                           const ReaderOptions& options,
-                           std::unique_ptr<Reader>* reader);
-  // Merged packs (merged.cc).
-  static Status OpenMerged(const std::string& manifest_path,
-                           const ReaderOptions& options,
-                           std::unique_ptr<Reader>* reader);
-  // The part holding global record `i` (opened on first use) and the
-  // record's index within it.
-  Status PartFor(uint64_t i, const Reader** part, uint64_t* local,
-                 size_t* k = nullptr) const;
-  Status OpenPart(size_t k, const Reader** part) const;
-  // The global index of record `local` of part `k`.
-  uint64_t GlobalIndex(size_t k, uint64_t local) const;
-  Status MergedGetRecord(uint64_t i, Record* record) const;
-  Status MergedFind(std::string_view name, uint64_t* index) const;
-  Status MergedCheckIndex() const;
-  Status MergedReadStoredMany(const Record* records, char* const* dsts,
-                              size_t count, int threads) const;
-  Status MergedReadBatchMany(const std::vector<Record>& records, Batch* out,
-                             int threads) const;
-
-  ReaderOptions options_;
-  PackInfo info_;
-  uint64_t body_checksum_ = 0;  // IndexHeader.body_checksum
-  bool offline_ = false;
-  std::unique_ptr<Region> index_;
-  std::unique_ptr<RandomAccessFile> data_;
-  std::unique_ptr<PackCache> cache_;  // options_.cache's view of this pack
-  // A merged pack's parts; data_ and cache_ are then null, index_ is the
-  // manifest, and classes_, names_ and meta_ view its sections.
-  std::unique_ptr<internal::PartSet> parts_;
-  std::string_view records_;  // record table bytes
-  std::string_view classes_;  // class table bytes
-  std::string_view lookup_;   // lookup slots
-  std::string_view names_;    // name pool
-  std::string_view meta_;     // metadata section
+  friend std::unique_ptr<Reader> internal::WrapSource(
+      std::unique_ptr<internal::PackSource> source);
+  explicit Reader(std::unique_ptr<internal::PackSource> source);
+  std::unique_ptr<internal::PackSource> source_;  // the pack, by kind
 };
 
 // Resolves a pack path given to Reader::Open() into its two file paths.

@@ -111,6 +111,30 @@ struct Section {
   uint64_t size = 0;
 };
 
+// The pieces both headers (index.ufs, manifest.ufs) are made of.
+// "<what> needs <want> bytes, found <got>".
+UFSPACK_EXPORT std::string ShortInput(const char* what, size_t want,
+                                      size_t got);
+// Corruption "not a ufspack <what> (bad magic)" unless `input` starts with
+// the 8 bytes at `magic`; "truncated: <what> header needs ..." when it is
+// shorter than `length`.
+UFSPACK_EXPORT Status CheckHeaderFrame(std::string_view input,
+                                       const char* magic, size_t length,
+                                       const char* what);
+// Corruption "<what> header checksum mismatch: expected X, found Y" unless
+// the XXH3-64 at p + checksum_offset covers [p, p + checksum_offset).
+UFSPACK_EXPORT Status CheckHeaderChecksum(const char* p, size_t checksum_offset,
+                                          const char* what);
+// `n` sections as (offset, size) fixed64 pairs from `at`.
+UFSPACK_EXPORT void EncodeSections(const Section* const* sections, int n,
+                                   char* at);
+UFSPACK_EXPORT void DecodeSections(const char* at, Section* const* sections,
+                                   int n);
+// Writes the checksum of buf[0, checksum_offset) at checksum_offset, then
+// appends buf[0, length) to *dst.
+UFSPACK_EXPORT void SealHeader(char* buf, size_t checksum_offset, size_t length,
+                               std::string* dst);
+
 struct UFSPACK_EXPORT IndexHeader {
   static constexpr size_t kEncodedLength = 176;
   // Offset of body_checksum, and of header_checksum, which covers bytes

@@ -1,5 +1,5 @@
 // Copyright 2026 The ufspack Authors.
-#include "read_ahead.h"
+#include "ufspack/read_ahead.h"
 
 #include <algorithm>
 #include <chrono>

@@ -22,6 +22,7 @@
 #include <functional>
 
 #include "ufspack/export.h"
+#include "ufspack/status.h"
 
 namespace ufspack {
 
@@ -33,6 +34,13 @@ inline constexpr int kMaxPoolThreads = 64;
 // check a flag of its own.
 UFSPACK_EXPORT void ParallelFor(size_t n, int threads,
                                 const std::function<void(size_t)>& body);
+
+// ParallelFor over a body that can fail: returns the first error reported
+// (in time, not in k order); once one is reported, bodies not yet started
+// are skipped.  Runs inline, stopping at the first error, when threads <= 1
+// or n <= 1.
+UFSPACK_EXPORT Status ParallelForStatus(
+    size_t n, int threads, const std::function<Status(size_t)>& body);
 
 }  // namespace ufspack
 

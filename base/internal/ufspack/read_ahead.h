@@ -2,9 +2,11 @@
 //
 // An ordered read-ahead pipeline: items 0..count-1 are produced by a pool
 // of threads, many at once and finishing in any order, and handed to one
-// consumer strictly in order.  BuildPack uses it to read source files in
-// parallel while the pack is written in the scan's order (so the output is
-// deterministic).  Internal to the packer (not installed).
+// consumer strictly in order.  The Builder reads source files with it while
+// the pack is written in the scan's order (so the output is deterministic);
+// `verify -j` and `extract -j` read records with it while everything the
+// user sees comes from the consumer, record by record, as with -j1.
+// Internal to ufspack's targets (not installed).
 //
 //   std::vector<Item> slots(window);  // the caller's storage
 //   ReadAhead ra(options, [&](size_t k, const ReadAhead::Reserve& reserve) {
@@ -38,8 +40,8 @@
 //
 // Thread safety: one consumer thread calls Next/Done/Stop; produce runs on
 // the pool's threads, concurrently with itself.
-#ifndef UFSPACK_PACKER_SRC_READ_AHEAD_H_
-#define UFSPACK_PACKER_SRC_READ_AHEAD_H_
+#ifndef UFSPACK_BASE_READ_AHEAD_H_
+#define UFSPACK_BASE_READ_AHEAD_H_
 
 #include <atomic>
 #include <condition_variable>
@@ -50,12 +52,13 @@
 #include <thread>
 #include <vector>
 
+#include "ufspack/export.h"
 #include "ufspack/status.h"
 
 namespace ufspack {
 namespace internal {
 
-class ReadAhead {
+class UFSPACK_EXPORT ReadAhead {
  public:
   struct Options {
     size_t count = 0;    // items 0..count-1
@@ -124,4 +127,4 @@ class ReadAhead {
 }  // namespace internal
 }  // namespace ufspack
 
-#endif  // UFSPACK_PACKER_SRC_READ_AHEAD_H_
+#endif  // UFSPACK_BASE_READ_AHEAD_H_

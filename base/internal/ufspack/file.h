@@ -76,6 +76,9 @@ UFSPACK_EXPORT Status NewPosixRandomAccessFile(
 // An in-memory file holding `contents`, named `name` in messages.
 UFSPACK_EXPORT std::unique_ptr<RandomAccessFile> NewMemoryRandomAccessFile(
     std::string name, std::string contents);
+// The same over `bytes`, which it does not own: they must outlive it.
+UFSPACK_EXPORT std::unique_ptr<RandomAccessFile> NewViewRandomAccessFile(
+    std::string name, std::string_view bytes);
 
 // Files named by URL ("s3://bucket/key", "https://host/path"), opened by
 // the storage registered for the URL's scheme.  The reader itself only

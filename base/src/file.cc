@@ -62,33 +62,46 @@ class PosixRandomAccessFile final : public RandomAccessFile {
   const int fd_;
 };
 
-class MemoryRandomAccessFile final : public RandomAccessFile {
+// A file over bytes it does not own; MemoryRandomAccessFile owns them.
+class ViewRandomAccessFile : public RandomAccessFile {
  public:
-  MemoryRandomAccessFile(std::string name, std::string contents)
-      : name_(std::move(name)), contents_(std::move(contents)) {}
+  ViewRandomAccessFile(std::string name, std::string_view bytes)
+      : name_(std::move(name)), bytes_(bytes) {}
 
   Status Read(uint64_t offset, size_t n, char* scratch,
               size_t* bytes_read) const override {
-    if (offset >= contents_.size()) {
-      *bytes_read = 0;
-      return Status::OK();
-    }
-    size_t avail = contents_.size() - static_cast<size_t>(offset);
-    size_t take = std::min(n, avail);
-    std::memcpy(scratch, contents_.data() + offset, take);
-    *bytes_read = take;
+    const uint64_t begin = std::min<uint64_t>(offset, bytes_.size());
+    const size_t got =
+        static_cast<size_t>(std::min<uint64_t>(n, bytes_.size() - begin));
+    std::memcpy(scratch, bytes_.data() + begin, got);
+    *bytes_read = got;
     return Status::OK();
   }
 
   Status Size(uint64_t* size) const override {
-    *size = contents_.size();
+    *size = bytes_.size();
     return Status::OK();
   }
 
   const std::string& name() const override { return name_; }
 
+ protected:
+  void set_bytes(std::string_view bytes) { bytes_ = bytes; }
+
  private:
   const std::string name_;
+  std::string_view bytes_;
+};
+
+class MemoryRandomAccessFile final : public ViewRandomAccessFile {
+ public:
+  MemoryRandomAccessFile(std::string name, std::string contents)
+      : ViewRandomAccessFile(std::move(name), {}),
+        contents_(std::move(contents)) {
+    set_bytes(contents_);
+  }
+
+ private:
   const std::string contents_;
 };
 
@@ -196,6 +209,11 @@ std::unique_ptr<RandomAccessFile> NewMemoryRandomAccessFile(
     std::string name, std::string contents) {
   return std::make_unique<MemoryRandomAccessFile>(std::move(name),
                                                   std::move(contents));
+}
+
+std::unique_ptr<RandomAccessFile> NewViewRandomAccessFile(
+    std::string name, std::string_view bytes) {
+  return std::make_unique<ViewRandomAccessFile>(std::move(name), bytes);
 }
 
 Status MapFd(int fd, const std::string& name, std::unique_ptr<Region>* result) {

@@ -1,11 +1,7 @@
 // Copyright 2026 The ufspack Authors.
 //
-// Merged packs: one logical pack over the parts a manifest names
-// (docs/format.md, "Merged packs").  The Reader's class and metadata
-// methods work unchanged over the manifest's sections; what needs a part
-// (entries, data, lookups) is sent to it here, through the segments that
-// map global record indices to (part, local index).
-#include "merged.h"
+// MergedPack (merged_pack.h).
+#include "merged_pack.h"
 
 #include <algorithm>
 #include <cstring>
@@ -21,6 +17,7 @@
 #include "ufspack/text.h"
 
 namespace ufspack {
+namespace internal {
 namespace {
 
 // "<manifest>: part k (<path>)": how errors name a part.
@@ -76,18 +73,18 @@ std::string Mismatch(const IndexHeader& h, const PartEntry& e,
 
 }  // namespace
 
-Status Reader::OpenMerged(const std::string& manifest_path,
-                          const ReaderOptions& options,
-                          std::unique_ptr<Reader>* reader) {
+Status MergedPack::Open(const std::string& manifest_path,
+                        const ReaderOptions& options,
+                        std::unique_ptr<MergedPack>* pack) {
   std::unique_ptr<Region> region;
   UFSPACK_RETURN_IF_ERROR(LoadFile(manifest_path, &region));
   const std::string& mname = region->name();
-  auto parts = std::make_unique<internal::PartSet>();
+  auto parts = std::make_unique<PartSet>();
   Manifest& m = parts->manifest;
   UFSPACK_RETURN_IF_ERROR(DecodeManifest(region->bytes(), mname, &m));
   parts->options = options;
   parts->remote = IsUrl(manifest_path);
-  parts->slots.reset(new internal::PartSlot[m.parts.size()]);
+  parts->slots.reset(new PartSlot[m.parts.size()]);
   const std::string dir = DirName(manifest_path);
   uint64_t data_size = 0, index_size = region->bytes().size();
   for (size_t k = 0; k < m.parts.size(); ++k) {
@@ -104,11 +101,10 @@ Status Reader::OpenMerged(const std::string& manifest_path,
   }
   for (size_t k = 0; k < m.parts.size(); ++k) {
     auto& runs = parts->slots[k].runs;
-    std::sort(
-        runs.begin(), runs.end(),
-        [](const internal::PartSlot::Run& a, const internal::PartSlot::Run& b) {
-          return a.local < b.local;
-        });
+    std::sort(runs.begin(), runs.end(),
+              [](const PartSlot::Run& a, const PartSlot::Run& b) {
+                return a.local < b.local;
+              });
   }
   // Every part must be there and be the pack that was merged: one header
   // read each, nothing mapped yet.
@@ -131,7 +127,7 @@ Status Reader::OpenMerged(const std::string& manifest_path,
     }
   }
 
-  std::unique_ptr<Reader> r(new Reader());
+  std::unique_ptr<MergedPack> r(new MergedPack());
   r->options_ = options;
   r->info_.index_path = mname;
   r->info_.version = m.header.version;
@@ -151,45 +147,45 @@ Status Reader::OpenMerged(const std::string& manifest_path,
   r->meta_ = m.meta;
   r->index_ = std::move(region);
   r->parts_ = std::move(parts);
-  *reader = std::move(r);
+  *pack = std::move(r);
   return Status::OK();
 }
 
-Status Reader::OpenPart(size_t k, const Reader** part) const {
-  internal::PartSlot& slot = parts_->slots[k];
+Status MergedPack::OpenPart(size_t k, const SinglePack** part) const {
+  PartSlot& slot = parts_->slots[k];
   std::call_once(slot.once, [&] {
     const PartEntry& e = parts_->manifest.parts[k];
     const std::string name = PartName(info_.index_path, k, slot.path) +
                              " is not the part that "
                              "was merged: ";
-    std::unique_ptr<Reader> r;
+    std::unique_ptr<SinglePack> r;
     // Always a single pack: a manifest beside the part's files (a pack
     // appended to in place) is the merged pack, not the part.
-    Status s = OpenSingle(slot.path, parts_->options, &r);
+    Status s = SinglePack::Open(slot.path, parts_->options, &r);
     if (s.ok() && r->info().pack_id != e.pack_id) {
       s = Status::Corruption(name + "pack id " + r->info().pack_id.ToHex() +
                              ", the manifest expects " + e.pack_id.ToHex() +
                              " (rebuilt or replaced since the merge)");
     }
     if (s.ok() &&
-        (r->size() != e.record_count ||
-         r->class_count() != PartClassCount(e, parts_->manifest.header))) {
+        (r->info().record_count != e.record_count ||
+         r->info().class_count != PartClassCount(e, parts_->manifest.header))) {
       s = Status::Corruption(name + "record or class count differs");
     }
     if (s.ok()) {
-      slot.reader = std::move(r);
+      slot.pack = std::move(r);
       slot.opened.store(true, std::memory_order_release);
     } else {
       slot.status = s;
     }
   });
-  if (!slot.reader) return slot.status;
-  *part = slot.reader.get();
+  if (!slot.pack) return slot.status;
+  *part = slot.pack.get();
   return Status::OK();
 }
 
-Status Reader::PartFor(uint64_t i, const Reader** part, uint64_t* local,
-                       size_t* k) const {
+Status MergedPack::PartFor(uint64_t i, const SinglePack** part, uint64_t* local,
+                           size_t* k) const {
   if (i >= info_.record_count) {
     return Status::OutOfRange(info_.index_path + ": record " +
                               std::to_string(i) + " out of range (pack has " +
@@ -206,17 +202,17 @@ Status Reader::PartFor(uint64_t i, const Reader** part, uint64_t* local,
   return Status::OK();
 }
 
-uint64_t Reader::GlobalIndex(size_t k, uint64_t local) const {
+uint64_t MergedPack::GlobalIndex(size_t k, uint64_t local) const {
   const auto& runs = parts_->slots[k].runs;
   auto it = std::upper_bound(
       runs.begin(), runs.end(), local,
-      [](uint64_t v, const internal::PartSlot::Run& r) { return v < r.local; });
+      [](uint64_t v, const PartSlot::Run& r) { return v < r.local; });
   --it;  // the segments cover every local index (DecodeManifest)
   return it->global + (local - it->local);
 }
 
-Status Reader::MergedGetRecord(uint64_t i, Record* record) const {
-  const Reader* part;
+Status MergedPack::GetRecord(uint64_t i, Record* record) const {
+  const SinglePack* part;
   uint64_t local;
   size_t k;
   UFSPACK_RETURN_IF_ERROR(PartFor(i, &part, &local, &k));
@@ -228,7 +224,7 @@ Status Reader::MergedGetRecord(uint64_t i, Record* record) const {
   return Status::OK();
 }
 
-Status Reader::MergedFind(std::string_view name, uint64_t* index) const {
+Status MergedPack::Find(std::string_view name, uint64_t* index) const {
   // Records of class c all lie in c's range, so only the parts of the
   // segments overlapping it are asked.  The class is the name's first
   // segment; the class table is sorted (Python's order equals byte order
@@ -276,7 +272,7 @@ Status Reader::MergedFind(std::string_view name, uint64_t* index) const {
   }
   for (size_t k = 0; k < m.parts.size(); ++k) {
     if (!ask[k] || m.parts[k].record_count == 0) continue;
-    const Reader* part;
+    const SinglePack* part;
     UFSPACK_RETURN_IF_ERROR(OpenPart(k, &part));
     uint64_t local;
     Status s = part->Find(name, &local);
@@ -290,7 +286,7 @@ Status Reader::MergedFind(std::string_view name, uint64_t* index) const {
                           EscapeBytes(name) + "'");
 }
 
-Status Reader::MergedCheckIndex() const {
+Status MergedPack::CheckIndex() const {
   const std::string& mname = info_.index_path;
   const Manifest& m = parts_->manifest;
   // The manifest's classes: in order, covering every record.
@@ -317,10 +313,10 @@ Status Reader::MergedCheckIndex() const {
   // Each part in full, and its class names against the manifest's through
   // its label map.
   for (size_t k = 0; k < m.parts.size(); ++k) {
-    const Reader* part;
+    const SinglePack* part;
     UFSPACK_RETURN_IF_ERROR(OpenPart(k, &part));
     UFSPACK_RETURN_IF_ERROR(part->CheckIndex());
-    for (uint64_t c = 0; c < part->class_count(); ++c) {
+    for (uint64_t c = 0; c < part->info().class_count; ++c) {
       ClassInfo local;
       UFSPACK_RETURN_IF_ERROR(part->GetClass(c, &local));
       const uint32_t g = m.GlobalLabel(k, static_cast<uint32_t>(c));
@@ -360,13 +356,13 @@ Status Reader::MergedCheckIndex() const {
   return Status::OK();
 }
 
-Status Reader::MergedReadStoredMany(const Record* records, char* const* dsts,
-                                    size_t count, int threads) const {
+Status MergedPack::ReadStoredMany(const Record* records, char* const* dsts,
+                                  size_t count, int threads) const {
   const size_t parts = parts_->manifest.parts.size();
   std::vector<std::vector<size_t>> positions(parts);
   std::vector<std::vector<Record>> local(parts);
   for (size_t j = 0; j < count; ++j) {
-    const Reader* part;
+    const SinglePack* part;
     Record r = records[j];
     size_t k;
     UFSPACK_RETURN_IF_ERROR(PartFor(records[j].index, &part, &r.index, &k));
@@ -376,7 +372,7 @@ Status Reader::MergedReadStoredMany(const Record* records, char* const* dsts,
   std::vector<char*> local_dsts;
   for (size_t k = 0; k < parts; ++k) {
     if (positions[k].empty()) continue;
-    const Reader* part;
+    const SinglePack* part;
     UFSPACK_RETURN_IF_ERROR(OpenPart(k, &part));
     local_dsts.clear();
     for (size_t j : positions[k]) local_dsts.push_back(dsts[j]);
@@ -386,14 +382,14 @@ Status Reader::MergedReadStoredMany(const Record* records, char* const* dsts,
   return Status::OK();
 }
 
-Status Reader::MergedReadBatchMany(const std::vector<Record>& records,
-                                   Batch* out, int threads) const {
+Status MergedPack::ReadBatchMany(const std::vector<Record>& records, Batch* out,
+                                 int threads) const {
   const size_t count = records.size();
   const size_t parts = parts_->manifest.parts.size();
   std::vector<std::vector<Record>> local(parts);
   std::vector<std::pair<size_t, size_t>> where(count);  // (part, position)
   for (size_t j = 0; j < count; ++j) {
-    const Reader* part;
+    const SinglePack* part;
     Record r = records[j];
     size_t k;
     UFSPACK_RETURN_IF_ERROR(PartFor(records[j].index, &part, &r.index, &k));
@@ -404,7 +400,7 @@ Status Reader::MergedReadBatchMany(const std::vector<Record>& records,
   std::vector<Batch> batches(parts);
   for (size_t k = 0; k < parts; ++k) {
     if (local[k].empty()) continue;
-    const Reader* part;
+    const SinglePack* part;
     UFSPACK_RETURN_IF_ERROR(OpenPart(k, &part));
     UFSPACK_RETURN_IF_ERROR(
         part->ReadBatchMany(local[k], &batches[k], threads));
@@ -427,4 +423,57 @@ Status Reader::MergedReadBatchMany(const std::vector<Record>& records,
   return Status::OK();
 }
 
+Status MergedPack::FindMany(const std::string_view* names, size_t count,
+                            uint64_t* indices) const {
+  for (size_t k = 0; k < count; ++k) {
+    Status s = Find(names[k], &indices[k]);
+    if (s.IsNotFound()) {
+      indices[k] = Reader::kNoRecord;
+    } else if (!s.ok()) {
+      return s;
+    }
+  }
+  return Status::OK();
+}
+
+Status MergedPack::ReadStored(const Record& r, char* dst) const {
+  const SinglePack* part;
+  Record local = r;
+  UFSPACK_RETURN_IF_ERROR(PartFor(r.index, &part, &local.index));
+  return part->ReadStored(local, dst);
+}
+
+Status MergedPack::ReadZstd(const Record& r, ZstdOutput* output) const {
+  const SinglePack* part;
+  Record local = r;
+  UFSPACK_RETURN_IF_ERROR(PartFor(r.index, &part, &local.index));
+  return part->ReadZstd(local, output);
+}
+
+void MergedPack::ReleaseRecords(uint64_t first, uint64_t count) const {
+  // Each part's run of these records, where the part is open already.
+  const uint64_t end = first + count;
+  const auto& starts = parts_->manifest.segment_starts;
+  const auto& segments = parts_->manifest.segments;
+  size_t s = static_cast<size_t>(
+      std::upper_bound(starts.begin(), starts.end(), first) - starts.begin() -
+      1);
+  for (; first < end && s < segments.size(); ++s) {
+    const uint64_t off = first - starts[s];
+    const uint64_t run = std::min(end - first, segments[s].count - off);
+    const PartSlot& slot = parts_->slots[segments[s].part];
+    if (slot.opened.load(std::memory_order_acquire))  // never opens one
+      slot.pack->ReleaseRecords(segments[s].first + off, run);
+    first += run;
+  }
+}
+
+void MergedPack::ReleaseIndex() const {
+  for (size_t k = 0; k < parts_->manifest.parts.size(); ++k) {
+    const PartSlot& slot = parts_->slots[k];
+    if (slot.opened.load(std::memory_order_acquire)) slot.pack->ReleaseIndex();
+  }
+}
+
+}  // namespace internal
 }  // namespace ufspack

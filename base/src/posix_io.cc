@@ -1,8 +1,10 @@
 // Copyright 2026 The ufspack Authors.
-#include "posix_io.h"
+#include "ufspack/posix_io.h"
 
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -90,6 +92,50 @@ std::string UnsafeRelativePath(std::string_view name) {
     start = slash + 1;
   }
   return "";
+}
+
+Status MakeDirs(const std::string& path) {
+  if (path.empty()) return Status::OK();
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return Status::OK();
+    return Status::InvalidArgument(path + ": exists and is not a directory");
+  }
+  size_t slash = path.find_last_of('/');
+  if (slash != std::string::npos && slash > 0) {
+    UFSPACK_RETURN_IF_ERROR(MakeDirs(path.substr(0, slash)));
+  }
+  if (::mkdir(path.c_str(), 0777) != 0 && errno != EEXIST) {
+    return Status::FromErrno(path + ": cannot create directory", errno);
+  }
+  return Status::OK();
+}
+
+int OpenAnyLength(const std::string& path, int flags) {
+  int fd = ::open(path.c_str(), flags);
+  if (fd >= 0 || errno != ENAMETOOLONG) return fd;
+  constexpr int kDirFlags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+  int dir = ::open(path[0] == '/' ? "/" : ".", kDirFlags);
+  size_t start = 0;
+  while (dir >= 0) {
+    while (start < path.size() && path[start] == '/') ++start;
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    size_t next = end;
+    while (next < path.size() && path[next] == '/') ++next;
+    const bool last = next >= path.size();
+    const std::string comp = path.substr(start, end - start);
+    fd = ::openat(dir, comp.c_str(), last ? flags : kDirFlags);
+    const int e = errno;
+    ::close(dir);
+    if (last || fd < 0) {
+      errno = e;
+      return fd;
+    }
+    dir = fd;
+    start = next;
+  }
+  return -1;
 }
 
 }  // namespace internal

@@ -5,7 +5,7 @@
 // and the byte budget bound what is in flight; the first error in order is
 // the one reported and, with stop_on_error, stops the pipeline; Stop() and
 // cancellation return promptly; no thread count deadlocks.
-#include "read_ahead.h"
+#include "ufspack/read_ahead.h"
 
 #include <gtest/gtest.h>
 

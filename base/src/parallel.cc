@@ -10,6 +10,7 @@
 #include <mutex>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 namespace ufspack {
 namespace {
@@ -126,6 +127,27 @@ void ParallelFor(size_t n, int threads,
     return;
   }
   GetPool()->Run(n, threads, body);
+}
+
+Status ParallelForStatus(size_t n, int threads,
+                         const std::function<Status(size_t)>& body) {
+  if (threads <= 1 || n <= 1) {
+    for (size_t k = 0; k < n; ++k) UFSPACK_RETURN_IF_ERROR(body(k));
+    return Status::OK();
+  }
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  Status first_error;
+  ParallelFor(n, threads, [&](size_t k) {
+    if (failed.load(std::memory_order_relaxed)) return;
+    Status s = body(k);
+    if (!s.ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (first_error.ok()) first_error = std::move(s);
+      failed.store(true);
+    }
+  });
+  return first_error;
 }
 
 }  // namespace ufspack

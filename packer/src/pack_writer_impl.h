@@ -1,0 +1,122 @@
+// Copyright 2026 The ufspack Authors.
+//
+// The PackWriter's implementation (ufspack/builder.h is its public face):
+// its files, scratch files and index state, and the two calls the packer's
+// own builders use that users do not: PrepareRecord, which encodes a
+// record on a reader thread, and AddPrepared, which appends it.  Internal
+// to the packer (not installed); exported for the tests in shared builds.
+//
+// Thread safety: as PackWriter (one writer thread); PrepareRecord is
+// thread-safe.
+#ifndef UFSPACK_PACKER_SRC_PACK_WRITER_IMPL_H_
+#define UFSPACK_PACKER_SRC_PACK_WRITER_IMPL_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ufspack/builder.h"
+#include "ufspack/export.h"
+#include "ufspack/format.h"
+#include "ufspack/status.h"
+#include "ufspack/types.h"
+
+namespace ufspack {
+namespace internal {
+
+class SpillFile;
+
+// A record's bytes encoded for storage (see PrepareRecord).
+struct PreparedRecord {
+  Codec codec = Codec::kRaw;
+  uint64_t original_length = 0;
+  uint64_t checksum = 0;  // of `stored`
+  std::string stored;
+};
+
+// Encodes `bytes` as it will be stored: zstd when options.compress is set
+// and the frame is smaller than the input, else raw.  Thread-safe (keeps a
+// compression context per thread).
+UFSPACK_EXPORT Status PrepareRecord(std::string bytes,
+                                    const PackWriterOptions& options,
+                                    PreparedRecord* out);
+
+class UFSPACK_EXPORT PackWriterImpl {
+ public:
+  // PackWriter::Create.
+  static Status Create(const std::string& out_dir,
+                       const PackWriterOptions& options,
+                       std::unique_ptr<PackWriterImpl>* writer);
+  // The implementation behind a PackWriter.
+  static PackWriterImpl* Of(PackWriter* writer) { return writer->impl_.get(); }
+
+  ~PackWriterImpl();
+  PackWriterImpl(const PackWriterImpl&) = delete;
+  PackWriterImpl& operator=(const PackWriterImpl&) = delete;
+
+  // As PackWriter's methods of the same names.
+  Status AddClass(std::string_view name);
+  Status Add(std::string_view name, uint32_t label, std::string_view bytes);
+  // Add() of a record PrepareRecord() encoded with this writer's options.
+  Status AddPrepared(std::string_view name, uint32_t label,
+                     const PreparedRecord& record);
+  Status AddFromFd(std::string_view name, uint32_t label, int fd, uint64_t size,
+                   const std::string& path);
+  Status SetMetadata(std::string_view key, std::string_view value);
+  Status Finish(PackId* pack_id);
+  void Abandon();
+  const Status& status() const { return status_; }
+  uint64_t record_count() const { return record_count_; }
+  uint64_t data_bytes() const { return data_offset_; }
+  const std::string& out_dir() const { return out_dir_; }
+
+ private:
+  PackWriterImpl();
+  Status CheckLabel(uint32_t label, std::string_view name);
+  // CheckLabel plus the format's record count and name length limits.
+  Status CheckRecord(uint32_t label, std::string_view name);
+  Status AppendEntry(std::string_view name, uint32_t label, Codec codec,
+                     uint64_t stored, uint64_t original, uint64_t checksum);
+  Status WriteData(const char* p, size_t n);
+  Status FlushData();
+  Status Spill(SpillFile* file, const void* p, size_t n);
+  // Finish(), step by step: the lookup table and the index header from the
+  // scratch files, the files written and synced, the pack published
+  // (docs/format.md, "Publishing a pack").
+  Status EncodeIndex(IndexHeader* header, std::string* classes,
+                     std::string* meta);
+  Status WriteHeadersAndIndex(const IndexHeader& header,
+                              const std::string& classes,
+                              const std::string& meta);
+  Status Publish();
+  Status Fail(Status s);
+
+  PackWriterOptions options_;
+  std::string out_dir_;
+  int dir_fd_ = -1;
+  int data_fd_ = -1;
+  int index_fd_ = -1;
+  std::string data_tmp_;
+  std::string index_tmp_;
+  std::string buffer_;
+  uint64_t data_offset_ = 0;  // logical size of data.ufs so far
+  // The index grows in scratch files, not in memory (docs/scale.md): the
+  // record table, the name pool (class and record names in the order
+  // added) and each record's NameHash, for the lookup table.
+  std::unique_ptr<SpillFile> records_file_, names_file_, hashes_file_,
+      lookup_file_;
+  uint64_t record_count_ = 0;
+  uint32_t last_label_ = 0;
+  std::vector<ClassEntry> classes_;
+  std::map<std::string, std::string> metadata_;
+  Status status_;
+  bool finished_ = false;
+};
+
+}  // namespace internal
+}  // namespace ufspack
+
+#endif  // UFSPACK_PACKER_SRC_PACK_WRITER_IMPL_H_

@@ -1,0 +1,93 @@
+// Copyright 2026 The ufspack Authors.
+//
+// MergedPack: one logical pack over the parts a manifest names
+// (docs/format.md, "Merged packs").  Classes and metadata are the
+// manifest's; what needs a part (entries, data, lookups) is sent to it
+// through the segments that map global record indices to (part, local
+// index).  Private to the reader.
+//
+// Thread safety: as PackSource.  A part is opened at most once
+// (std::call_once), by the first thread that needs it; every other field
+// is immutable after Open().
+#ifndef UFSPACK_READER_SRC_MERGED_PACK_H_
+#define UFSPACK_READER_SRC_MERGED_PACK_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "pack_source.h"
+#include "single_pack.h"
+#include "ufspack/manifest.h"
+#include "ufspack/reader.h"
+#include "ufspack/status.h"
+
+namespace ufspack {
+namespace internal {
+
+struct PartSlot {
+  std::string path;  // the part's directory, resolved
+  std::once_flag once;
+  std::unique_ptr<SinglePack> pack;  // set by the first successful use
+  Status status;                     // of that first use
+  std::atomic<bool> opened{false};   // pack is set (ReleaseIndex)
+  // The part's segments, by local first record: (local first, global
+  // first, count), for mapping its record indices to global ones.
+  struct Run {
+    uint64_t local = 0, global = 0, count = 0;
+  };
+  std::vector<Run> runs;
+};
+
+struct PartSet {
+  Manifest manifest;      // views into the MergedPack's index_ (the manifest)
+  ReaderOptions options;  // each part is opened with these
+  bool remote = false;    // the parts are URLs
+  std::unique_ptr<PartSlot[]> slots;  // manifest.parts.size() of them
+};
+
+class MergedPack final : public PackSource {
+ public:
+  // Reads the manifest at `manifest_path` and the header of every part's
+  // index.ufs; fails naming the part when one is missing or is not the
+  // pack that was merged.  Maps nothing of the parts.
+  static Status Open(const std::string& manifest_path,
+                     const ReaderOptions& options,
+                     std::unique_ptr<MergedPack>* pack);
+
+  bool prefers_batches() const override { return parts_->remote; }
+  Status GetRecord(uint64_t i, Record* record) const override;
+  Status Find(std::string_view name, uint64_t* index) const override;
+  Status FindMany(const std::string_view* names, size_t count,
+                  uint64_t* indices) const override;
+  Status CheckIndex() const override;
+  void ReleaseRecords(uint64_t first, uint64_t count) const override;
+  void ReleaseIndex() const override;
+  Status ReadStored(const Record& r, char* dst) const override;
+  Status ReadStoredMany(const Record* records, char* const* dsts, size_t count,
+                        int threads) const override;
+  Status ReadZstd(const Record& r, ZstdOutput* output) const override;
+  Status ReadBatchMany(const std::vector<Record>& records, Batch* out,
+                       int threads) const override;
+
+ private:
+  MergedPack() = default;
+  // Part k, opened on first use.
+  Status OpenPart(size_t k, const SinglePack** part) const;
+  // The part holding global record `i` (opened on first use) and the
+  // record's index within it.
+  Status PartFor(uint64_t i, const SinglePack** part, uint64_t* local,
+                 size_t* k = nullptr) const;
+  // The global index of record `local` of part `k`.
+  uint64_t GlobalIndex(size_t k, uint64_t local) const;
+
+  std::unique_ptr<PartSet> parts_;
+};
+
+}  // namespace internal
+}  // namespace ufspack
+
+#endif  // UFSPACK_READER_SRC_MERGED_PACK_H_

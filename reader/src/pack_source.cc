@@ -1,0 +1,65 @@
+// Copyright 2026 The ufspack Authors.
+//
+// PackSource (pack_source.h): what every kind of pack reads the same way,
+// from the class table, name pool and metadata of its index or manifest.
+#include "pack_source.h"
+
+#include <string>
+
+#include "ufspack/format.h"
+#include "ufspack/text.h"
+
+namespace ufspack {
+namespace internal {
+
+PackSource::~PackSource() = default;
+
+Status PackSource::NameAt(uint64_t offset, uint64_t length,
+                          std::string_view* name) const {
+  if (offset > names_.size() || length > names_.size() - offset) {
+    return Status::Corruption("name at pool offset " + std::to_string(offset) +
+                              " + " + std::to_string(length) +
+                              " exceeds the name pool (" +
+                              std::to_string(names_.size()) + " bytes)");
+  }
+  *name = names_.substr(offset, length);
+  return Status::OK();
+}
+
+Status PackSource::GetClass(uint64_t c, ClassInfo* out) const {
+  if (c >= info_.class_count) {
+    return Status::OutOfRange(info_.index_path + ": class " +
+                              std::to_string(c) + " out of range (pack has " +
+                              std::to_string(info_.class_count) + " classes)");
+  }
+  std::string_view in = classes_.substr(c * ClassEntry::kEncodedLength,
+                                        ClassEntry::kEncodedLength);
+  ClassEntry e;
+  Status s = e.DecodeFrom(&in);
+  std::string where = info_.index_path + ": class " + std::to_string(c);
+  if (!s.ok())
+    return Status::Corruption(where + ": " + std::string(s.message()));
+  std::string_view name;
+  s = NameAt(e.name_offset, e.name_length, &name);
+  if (!s.ok())
+    return Status::Corruption(where + ": " + std::string(s.message()));
+  if (e.first_record > info_.record_count ||
+      e.record_count > info_.record_count - e.first_record) {
+    return Status::Corruption(
+        where + ": records " + std::to_string(e.first_record) + " + " +
+        std::to_string(e.record_count) + " exceed the record count " +
+        std::to_string(info_.record_count));
+  }
+  out->name = name;
+  out->first_record = e.first_record;
+  out->record_count = e.record_count;
+  return Status::OK();
+}
+
+Status PackSource::ListMetadata(
+    std::vector<std::pair<std::string_view, std::string_view>>* entries) const {
+  return DecodeMetadata(meta_, entries).WithContext(info_.index_path);
+}
+
+}  // namespace internal
+}  // namespace ufspack
