@@ -1,24 +1,32 @@
-"""MyImageFolder: a drop-in for torchvision.datasets.ImageFolder on a pack."""
+"""MyImageFolder: a drop-in for torchvision.datasets.ImageFolder on a pack.
+
+Each sample goes through one pipeline (:mod:`ufspack.pipeline`) wrapped in
+one ``on_error`` policy (:mod:`ufspack.on_error`), both chosen when the
+dataset is made and again when ``transform`` (or another attribute the
+choice depends on) is assigned.  Targets come from the labels array read
+once (``_core.Reader.labels``): a sample costs one native record lookup.
+"""
 
 from __future__ import annotations
 
-import functools
-import io
 import multiprocessing
 import os
 import threading
-import warnings
 from collections.abc import Sequence
 from typing import Any, Callable, Iterator, List, Literal, Optional, Tuple
 
 import numpy as np
 
-from ufspack import _core
-from ufspack import cache as _cache
 from ufspack import decoded as _decoded
-from ufspack import fast_transforms as _ft
+from ufspack import on_error as _on_error
+from ufspack import pipeline as _pipeline
 from ufspack.cache import Cache, CacheArg
+from ufspack.fast_transforms import FastPlan
+from ufspack.on_error import BadSampleWarning
 from ufspack.pack import Pack, PathLike, _check_index
+from ufspack.pipeline import pil_loader_from_bytes
+
+__all__ = ["IMG_EXTENSIONS", "BadSampleWarning", "MyImageFolder", "pil_loader_from_bytes", "skip_none_collate"]
 
 # torchvision.datasets.folder.IMG_EXTENSIONS
 IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
@@ -46,70 +54,6 @@ _DEFAULT_DECODE_THREADS_IN_WORKER = 1
 # bad_samples counters: slot 0 for the main process, 1 + worker id for
 # DataLoader workers (each process writes only its own slot).
 _COUNTER_SLOTS = 257
-
-
-class BadSampleWarning(UserWarning):
-    """A damaged or undecodable sample was skipped or substituted
-    (``MyImageFolder(on_error="skip" | "substitute")``)."""
-
-
-class _BadSample(Exception):
-    """Internal: loading sample ``k`` failed in a way ``on_error`` covers."""
-
-    def __init__(self, k: int, cause: BaseException) -> None:
-        super().__init__(str(cause))
-        self.k = k
-        self.cause = cause
-
-
-class _Failed:
-    """Internal: a sample the fast path could not load (``error``)."""
-
-    __slots__ = ("error",)
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
-class _Prefixed:
-    """Internal: a sample read from the decoded cache: the cached part of
-    the transform is already applied."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-
-class _Hit:
-    """Internal: pixels found in the decoded cache, in place of a read."""
-
-    __slots__ = ("pixels",)
-
-    def __init__(self, pixels: np.ndarray) -> None:
-        self.pixels = pixels
-
-
-def _native_output(ns: _ft.NativeSpec) -> Tuple[Any, np.ndarray]:
-    """(the sample's object, the buffer the native run writes) for a spec."""
-    w, h = ns.spec.out_width, ns.spec.out_height
-    if ns.output == "rgb":
-        arr = np.empty((h, w, 3), np.uint8)
-        return arr, arr
-    import torch
-
-    t = torch.empty((3, h, w), dtype=torch.uint8 if ns.output == "chw_u8" else torch.float32)
-    return t, t.numpy()
-
-
-def _native_value(ns: _ft.NativeSpec, value: Any) -> Any:
-    if ns.output == "rgb":
-        from PIL import Image
-
-        value = Image.fromarray(value, "RGB")
-    if ns.tail is not None:
-        value = _ft.run_tail(value, ns.tail)
-    return value
 
 
 def skip_none_collate(batch):
@@ -143,17 +87,6 @@ def _is_default_path_loader(loader: Callable) -> bool:
     if loader is folder.pil_loader:
         return True
     return loader is folder.default_loader and torchvision.get_image_backend() == "PIL"
-
-
-def pil_loader_from_bytes(data: bytes):
-    """The default PIL path: exactly torchvision's pil_loader, on bytes.
-
-    ``Image.open(f).convert("RGB")`` where ``f`` holds the file's bytes.
-    """
-    from PIL import Image
-
-    with Image.open(io.BytesIO(data)) as img:
-        return img.convert("RGB")
 
 
 class _Targets(Sequence):
@@ -206,7 +139,7 @@ class _Samples(Sequence):
         k = _check_index(i, len(self))
         rec = self._ds._record_of(k)
         reader = self._ds._pack._handle.get()
-        return self._ds._path_of_name(reader.name(rec)), self._ds._target_of(k, reader, rec)
+        return self._ds._path_of_name(reader.name(rec)), int(self._ds._target_array()[k])
 
     def __iter__(self) -> Iterator[Tuple[str, int]]:
         for k in range(len(self)):
@@ -221,23 +154,27 @@ class _Samples(Sequence):
         return f"<{len(self)} samples>"
 
 
-@functools.lru_cache(maxsize=None)
-def _tv_image_class() -> Any:
-    """torchvision's ``tv_tensors.Image`` (>= 0.16), or None.  Looked up
-    once: a failed import is not cached by Python and would be retried,
-    searching sys.path, for every sample."""
-    try:
-        from torchvision import tv_tensors
-    except ImportError:
-        return None
-    return tv_tensors.Image
+class _Reselects:
+    """A ``MyImageFolder`` attribute whose assignment chooses the pipeline
+    again (``transform``, ``fast_transforms``, ``output``, ``cache_decoded``,
+    ``on_error``); stored in the instance's ``__dict__`` as ``_<name>``."""
 
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+        self.key = "_" + name
 
-def _as_tv_image(t: Any) -> Any:
-    """``tv_tensors.Image`` around a CHW uint8 tensor where torchvision has
-    it, so transforms v2 treat it as an image; the plain tensor elsewhere."""
-    image = _tv_image_class()
-    return t if image is None else image(t)
+    def __get__(self, obj: Any, owner: Optional[type] = None) -> Any:
+        if obj is None:
+            return self
+        try:
+            return obj.__dict__[self.key]
+        except KeyError:
+            raise AttributeError(self.name) from None
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.key] = value
+        if "_policy" in obj.__dict__:  # constructed: else __init__ chooses at its end
+            obj._reselect()
 
 
 class MyImageFolder(_Base):
@@ -395,7 +332,7 @@ class MyImageFolder(_Base):
                 "it needs the default decoder (no bytes_loader) and output='pil'"
             )
         self.fast_transforms = fast_transforms
-        self._plan: Optional[Tuple[Any, _ft.FastPlan]] = None  # (transform, its plan)
+        self._plan: Optional[FastPlan] = None  # set with the pipeline
         self._pack = Pack(root, verify=verify, cache=cache)
         info = self._pack.info
         self.cache_decoded = bool(cache_decoded)
@@ -405,7 +342,7 @@ class MyImageFolder(_Base):
                 "(cache= or UFSPACK_CACHE) and the default decoder (no bytes_loader, output not 'bytes')"
             )
         self._pack_id: str = info["pack_id"]
-        self._dplan: Optional[_decoded.DecodedPlan] = None  # for the current transform
+        self._dplan: Optional[_decoded.DecodedPlan] = None  # set with the pipeline
         self._dtables: dict = {}  # table name -> (pid, _core.SampleTable)
         if info["flat"]:
             raise ValueError(
@@ -429,8 +366,10 @@ class MyImageFolder(_Base):
         root_for_paths = source_root if source_root is not None else info["source_root"]
         self._source_root = os.fsdecode(os.fspath(root_for_paths)) if root_for_paths else ""
         self._indices: Optional[np.ndarray] = None  # record index per sample
+        self._n = len(self._pack)  # len(self)
         self._sample_targets: Optional[np.ndarray] = None  # relabelled samples
-        self._targets_array: Optional[np.ndarray] = None
+        self._labels: Optional[np.ndarray] = None  # every record's label, read once per process
+        self._tarr: Optional[np.ndarray] = None  # every sample's target (from the two above)
         self._targets_assigned: Any = None  # what `ds.targets = x` set
         if is_valid_file is not None:
             self._select(is_valid_file)
@@ -438,6 +377,7 @@ class MyImageFolder(_Base):
             # The pack holds files ImageFolder would not pick (built with
             # --all-files or other --extensions): filter as it does.
             self._select(lambda p: p.lower().endswith(IMG_EXTENSIONS))
+        self._reselect()
 
     @property
     def cache(self) -> Optional[Cache]:
@@ -477,11 +417,10 @@ class MyImageFolder(_Base):
                 ) from None
             recs.append(rec)
             targets.append(int(target))
-        self._indices = np.asarray(recs, dtype=np.int64)
+        indices = np.asarray(recs, dtype=np.int64)
         new_targets = np.asarray(targets, dtype=np.int64)
-        labels = self._pack.labels[self._indices]
-        self._sample_targets = None if np.array_equal(new_targets, labels) else new_targets
-        self._targets_array = None
+        labels = self._labels_array()[indices]
+        self._set_indices(indices, None if np.array_equal(new_targets, labels) else new_targets)
 
     # ImageFolder's imgs is the samples list under another name.
     imgs = samples
@@ -491,13 +430,7 @@ class MyImageFolder(_Base):
         """The target of every sample, list-like (or what was assigned)."""
         if self._targets_assigned is not None:
             return self._targets_assigned
-        if self._targets_array is None:
-            if self._sample_targets is not None:
-                self._targets_array = self._sample_targets
-            else:
-                labels = self._pack.labels
-                self._targets_array = labels if self._indices is None else labels[self._indices]
-        return _Targets(self._targets_array)
+        return _Targets(self._target_array())
 
     @targets.setter
     def targets(self, value: Any) -> None:
@@ -506,7 +439,33 @@ class MyImageFolder(_Base):
         self._targets_assigned = value
 
     def __len__(self) -> int:
-        return len(self._pack) if self._indices is None else len(self._indices)
+        return self._n
+
+    def _labels_array(self) -> np.ndarray:
+        """Every record's label (``_core.Reader.labels``), read once per process."""
+        if self._labels is None:
+            self._labels = self._pack.labels
+        return self._labels
+
+    def _target_array(self) -> np.ndarray:
+        """Every sample's target, as ``__getitem__`` returns them: the
+        relabelled ``samples``' targets, else the labels of the samples'
+        records.  Computed once per process and selection."""
+        if self._tarr is None:
+            if self._sample_targets is not None:
+                self._tarr = self._sample_targets
+            else:
+                labels = self._labels_array()
+                self._tarr = labels if self._indices is None else labels[self._indices]
+        return self._tarr
+
+    def _set_indices(self, indices: np.ndarray, sample_targets: Optional[np.ndarray]) -> None:
+        """Makes the samples the records ``indices``, with ``sample_targets``
+        (None: their labels)."""
+        self._indices = indices
+        self._n = len(indices)
+        self._sample_targets = sample_targets
+        self._tarr = None
 
     @property
     def bad_samples(self) -> int:
@@ -517,125 +476,35 @@ class MyImageFolder(_Base):
             return 0
         return int(sum(self._bad_counts))
 
+    # --- samples: one policy around one pipeline, chosen by _reselect ----------
+
+    transform = _Reselects()
+    fast_transforms = _Reselects()
+    output = _Reselects()
+    cache_decoded = _Reselects()
+    on_error = _Reselects()
+
+    def _reselect(self) -> None:
+        """Chooses the pipeline (:func:`ufspack.pipeline.select`) and the
+        ``on_error`` policy around it for the current settings; runs when
+        the dataset is made and when one of the attributes they depend on
+        is assigned, never per sample."""
+        if self.on_error != "raise" and self._bad_counts is None:
+            self._bad_counts = multiprocessing.RawArray("q", _COUNTER_SLOTS)
+        self._policy = _on_error.select(self, _pipeline.select(self))
+
     def __getitem__(self, index: int) -> Optional[Tuple[Any, Any]]:
-        k = _check_index(index, len(self))
-        rec = self._record_of(k)
-        reader = self._pack._handle.get()
-        if self.on_error == "raise":
-            if self._fast_active():
-                return self._transformed(self._fast_one(reader, k), k, reader, rec)
-            return self._transformed(self._load(reader, rec), k, reader, rec)
-        try:
-            sample = self._load_guarded(reader, k)
-        except _BadSample as bad:
-            return self._on_bad(reader, bad)
-        return self._transformed(sample, k, reader, rec)
-
-    def _target_of(self, k: int, reader: _core.Reader, rec: int) -> int:
-        if self._sample_targets is not None:
-            return int(self._sample_targets[k])
-        return reader.label(rec)
-
-    def _transformed(self, sample: Any, k: int, reader: _core.Reader, rec: int) -> Tuple[Any, Any]:
-        target = self._target_of(k, reader, rec)
-        transform = self.transform
-        d = self._decoded_active()
-        if d is not None and d.fast:
-            assert d.rest_plan is not None
-            transform = d.rest_plan.python  # the rest, after the native run on the cached pixels
-        elif d is not None:
-            if isinstance(sample, _Prefixed):
-                sample = sample.value
-            else:  # read and decoded: apply the cached part, and cache it
-                sample = d.apply_prefix(sample)
-                self._decoded_put(d, rec, sample)
-            transform = d.rest
-        elif self._fast_active():
-            transform = self._plan[1].python  # type: ignore[index]  # the rest, after the native run
-        if transform is not None:
-            sample = transform(sample)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return sample, target
+        return self._policy.item(_check_index(index, self._n))
 
     def __getitems__(self, indices: Sequence) -> List[Tuple[Any, Any]]:
         """Fetches a batch: reads and decodes all records on
         ``decode_threads`` threads with one GIL release, then applies the
         transforms.  Used by DataLoader versions that support it."""
-        n = len(self)
-        ks = [_check_index(i, n) for i in indices]
-        recs = [self._record_of(k) for k in ks]
-        reader = self._pack._handle.get()
-        if self.on_error != "raise":
-            return self._getitems_guarded(reader, ks, recs)
-        if self._fast_active():
-            out = []
-            for k, r, x in zip(ks, recs, self._fast_samples(reader, ks, recs, self._threads())):
-                if isinstance(x, _Failed):
-                    raise x.error
-                out.append(self._transformed(x, k, reader, r))
-            return out
-        loaded = self._read_batch(reader, recs)
-        return [self._transformed(self._convert(x, reader, r), k, reader, r) for x, k, r in zip(loaded, ks, recs)]
+        n = self._n
+        return self._policy.items([_check_index(i, n) for i in indices])
 
-    # --- bad samples (on_error="skip" / "substitute") ------------------------
-
-    def _getitems_guarded(self, reader: _core.Reader, ks: List[int], recs: List[int]) -> list:
-        """``__getitems__`` under a skip/substitute policy: the batched read
-        stops at the first damaged record, so a batch holding one is redone
-        sample by sample."""
-        if self._fast_active():
-            out = []
-            for k, rec, x in zip(ks, recs, self._fast_samples(reader, ks, recs, self._threads())):
-                if isinstance(x, _Failed):
-                    got = self._on_bad(reader, _BadSample(k, x.error))
-                    if got is not None:
-                        out.append(got)
-                else:
-                    out.append(self._transformed(x, k, reader, rec))
-            return out
-        try:
-            loaded = self._read_batch(reader, recs)
-        except _core.CorruptPackError:
-            loaded = None
-        out = []
-        for i, (k, rec) in enumerate(zip(ks, recs)):
-            try:
-                if loaded is None:
-                    sample = self._load_guarded(reader, k)
-                else:
-                    sample = self._convert_guarded(k, loaded[i], reader, rec)
-                out.append(self._transformed(sample, k, reader, rec))
-            except _BadSample as bad:
-                got = self._on_bad(reader, bad)
-                if got is not None:
-                    out.append(got)
-        return out
-
-    def _load_guarded(self, reader: _core.Reader, k: int) -> Any:
-        """Loads sample ``k``, turning the failures ``on_error`` covers into
-        ``_BadSample``; everything else propagates."""
-        rec = self._record_of(k)
-        if self._fast_active():
-            (x,) = self._fast_samples(reader, [k], [rec], 1)
-            if isinstance(x, _Failed):
-                raise _BadSample(k, x.error) from x.error
-            return x
-        try:
-            loaded = self._read(reader, rec)
-        except _core.CorruptPackError as e:
-            raise _BadSample(k, e) from e
-        return self._convert_guarded(k, loaded, reader, rec)
-
-    def _convert_guarded(self, k: int, loaded: Any, reader: _core.Reader, rec: int) -> Any:
-        """Bytes (or a ``read_decode`` result) to the sample; a decoder or
-        ``loader`` failure becomes ``_BadSample``."""
-        try:
-            return self._convert(loaded, reader, rec)
-        except Exception as e:
-            raise _BadSample(k, e) from e
-
-    def _count_bad(self, reader: _core.Reader, bad: _BadSample, what: str) -> None:
+    def _count_one_bad(self) -> None:
+        """Counts a bad sample in this process's slot of ``bad_samples``."""
         slot = 0
         if _in_dataloader_worker():
             from torch.utils.data import get_worker_info
@@ -644,127 +513,14 @@ class MyImageFolder(_Base):
         assert self._bad_counts is not None  # on_error != "raise"
         with self._count_lock:
             self._bad_counts[slot] += 1
-        rec = self._record_of(bad.k)
-        path = self._path_of_name(reader.name(rec))
-        warnings.warn(
-            f"ufspack: bad sample {bad.k} (record {rec}, {path}): "
-            f"{type(bad.cause).__name__}: {bad.cause}; {what}",
-            BadSampleWarning,
-            stacklevel=4,
-        )
-
-    def _on_bad(self, reader: _core.Reader, bad: _BadSample) -> Optional[Tuple[Any, Any]]:
-        """Skips (returns None) or substitutes the next good sample."""
-        if self.on_error == "skip":
-            self._count_bad(reader, bad, "skipped")
-            return None
-        n = len(self)
-        first = bad
-        for step in range(1, n):
-            j = (first.k + step) % n
-            try:
-                sample = self._load_guarded(reader, j)
-            except _BadSample as again:
-                self._count_bad(reader, again, "met while looking for a substitute")
-                continue
-            self._count_bad(reader, first, f"replaced by sample {j}")
-            return self._transformed(sample, j, reader, self._record_of(j))
-        self._count_bad(reader, first, "no good sample left to substitute")
-        raise first.cause
-
-    # --- internals -----------------------------------------------------------
-
-    # --- fast_transforms -------------------------------------------------------
 
     @property
-    def fast_plan(self) -> Optional[_ft.FastPlan]:
+    def fast_plan(self) -> Optional[FastPlan]:
         """What ``fast_transforms`` runs natively: the plan for the current
         ``transform`` (recomputed when ``transform`` is reassigned; its
         ``description`` reads "native: ...; python: ..."), or None when
         ``fast_transforms`` is off."""
-        if not self.fast_transforms:
-            return None
-        if self._plan is None or self._plan[0] is not self.transform:
-            plan, _ = _ft.plan_transform(self.transform)
-            self._plan = (self.transform, plan)
-        return self._plan[1]
-
-    def _fast_active(self) -> bool:
-        plan = self.fast_plan
-        return plan is not None and bool(plan)
-
-    def _fast_one(self, reader: _core.Reader, k: int) -> Any:
-        (x,) = self._fast_samples(reader, [k], [self._record_of(k)], 1)
-        if isinstance(x, _Failed):
-            raise x.error
-        return x
-
-    def _fast_samples(self, reader: _core.Reader, ks: List[int], recs: List[int], threads: int) -> list:
-        """The native run of the plan for a batch, in order: per sample its
-        output, or ``_Failed`` for what ``on_error`` covers (a damaged record,
-        bytes no decoder takes).  The random parameters are drawn sample by
-        sample, in order, after the sample's image size is known and before
-        the next sample's: the order torchvision draws them in."""
-        d = self._decoded_active()
-        if d is not None and d.fast:
-            return self._fast_samples_cached(d, reader, recs, threads)
-        plan = self._plan[1]  # type: ignore[index]  # _fast_active() set it
-        dct = self.fast_transforms is True
-        prepared = self._prepare(reader, recs, threads)
-        results: List[Any] = [None] * len(recs)
-
-        def pil_pixels(i: int, p: Any) -> Any:
-            return self._pil_pixels(reader, recs, results, i, p)
-
-        todo = []  # (i, prepared, NativeSpec, value, buffer)
-        for i, p in enumerate(prepared):
-            if isinstance(p, _Failed):
-                results[i] = p
-                continue
-            img = None
-            if p.kind == "pil" and (img := pil_pixels(i, p)) is None:
-                continue
-            ops = plan.sample(p.width, p.height)
-            ns = _ft.native_spec(ops, dct)
-            if ns is None:  # not expressible natively: torchvision's own calls
-                if img is None and (img := pil_pixels(i, p)) is None:
-                    continue
-                results[i] = plan.apply_pil(img, ops)
-                continue
-            value, buf = _native_output(ns)
-            todo.append((i, p, ns, value, buf))
-        if todo:
-            status = _core.transform_batch(
-                [t[1] for t in todo], [t[2].spec for t in todo], [t[4] for t in todo], threads
-            )
-            for (i, p, ns, value, buf), st in zip(todo, status):
-                if st is not None:  # libjpeg warned: PIL decodes, as the exact path does
-                    if pil_pixels(i, p) is None:
-                        continue
-                    _core.transform_batch([p], [ns.spec], [buf], 1)
-                results[i] = _native_value(ns, value)
-        return results
-
-    @staticmethod
-    def _prepare(reader: _core.Reader, recs: List[int], threads: int) -> List[Any]:
-        """read_prepare(_batch) of ``recs``: per record its Prepared, or
-        ``_Failed`` for a damaged record."""
-        try:
-            if len(recs) == 1:
-                return [reader.read_prepare(recs[0])]
-            return list(reader.read_prepare_batch(recs, threads))
-        except _core.CorruptPackError as e:
-            if len(recs) == 1:
-                return [_Failed(e)]
-        prepared: List[Any] = []  # find which: record by record
-        for r in recs:
-            try:
-                prepared.append(reader.read_prepare(r))
-            except _core.CorruptPackError as e2:
-                prepared.append(_Failed(e2))
-        return prepared
-
-    # --- cache_decoded ----------------------------------------------------------
+        return self._plan if self.fast_transforms else None
 
     @property
     def cached_transforms(self) -> Optional[str]:
@@ -772,177 +528,12 @@ class MyImageFolder(_Base):
         "decode -> Resize(...) -> CenterCrop(...)" (the rest of
         ``transform`` runs on the cached pixels), or why nothing is
         ("not cached: ..."); None when ``cache_decoded`` is off."""
-        d = self._decoded_plan()
+        d = self._dplan
         if d is None:
             return None
         return d.description if d.name is not None else d.reason
 
-    def _decoded_plan(self) -> Optional[_decoded.DecodedPlan]:
-        if not self.cache_decoded:
-            return None
-        plan = self.fast_plan if self._fast_active() else None
-        d = self._dplan
-        if d is None or d.transform is not self.transform or d.fast != bool(plan):
-            d = _decoded.make_plan(self.transform, self.output, self.fast_transforms, plan, self._pack_id)
-            self._dplan = d
-        return d
-
-    def _decoded_active(self) -> Optional[_decoded.DecodedPlan]:
-        d = self._decoded_plan()
-        return d if d is not None and d.name is not None else None
-
-    def _decoded_table(self, d: _decoded.DecodedPlan) -> Optional[_core.SampleTable]:
-        """This process's handle on the sample table of ``d`` (opened on
-        first use in each process); None when the cache cannot be used (it
-        was reported once: samples are then decoded every time)."""
-        assert d.name is not None and self.cache is not None
-        pid = os.getpid()
-        got = self._dtables.get(d.name)
-        if got is None or got[0] != pid:
-            table = None
-            native = self.cache._native_or_none()
-            if native is not None:
-                try:
-                    table = native.open_sample_table(d.name, len(self._pack))
-                except (OSError, ValueError) as e:
-                    _cache.warn_once(
-                        f"{self.cache.dir}:{d.name!r}",
-                        f"cache {self.cache.dir}: decoded samples not cached ({e})",
-                    )
-            got = (pid, table)
-            self._dtables[d.name] = got
-        return got[1]
-
-    def _decoded_get(self, d: _decoded.DecodedPlan, rec: int) -> Optional[np.ndarray]:
-        table = self._decoded_table(d)
-        data = None if table is None else table.get(rec)
-        return None if data is None else _decoded.decode_pixels(data)
-
-    def _decoded_put(self, d: _decoded.DecodedPlan, rec: int, sample: Any) -> None:
-        """Caches the pixels of ``sample`` (a PIL image, an HxWx3 array or a
-        3xHxW uint8 tensor) for record ``rec``; a full cache refuses them."""
-        if isinstance(sample, np.ndarray):
-            arr = sample
-        elif hasattr(sample, "permute"):  # a torch tensor
-            arr = sample.permute(1, 2, 0).numpy()
-        elif getattr(sample, "mode", None) == "RGB":
-            arr = np.asarray(sample)
-        else:
-            return
-        table = self._decoded_table(d)
-        if table is None:
-            return
-        data = _decoded.encode_pixels(arr)
-        if data is not None:
-            table.put(rec, data)
-
-    def _fast_samples_cached(
-        self, d: _decoded.DecodedPlan, reader: _core.Reader, recs: List[int], threads: int
-    ) -> list:
-        """``_fast_samples`` through the decoded cache: each sample's pixels
-        after the cached transforms come from the cache, or on a miss from
-        their native run (then cached); the rest of the plan runs natively on
-        the pixels.  The random parameters are drawn sample by sample, in
-        order, for the size of the cached part's output, before that part
-        runs on a miss: the same draws, for the same samples (a JPEG found
-        damaged while decoding has had its draws, as without the cache)."""
-        assert d.prefix_plan is not None and d.rest_plan is not None
-        dct = self.fast_transforms is True
-        n = len(recs)
-        results: List[Any] = [None] * n
-        pixels: List[Optional[np.ndarray]] = [self._decoded_get(d, rec) for rec in recs]
-        miss = [i for i in range(n) if pixels[i] is None]
-
-        def pil_pixels(i: int, p: Any) -> bool:
-            return self._pil_pixels(reader, recs, results, i, p) is not None
-
-        # The misses, read and probed (PIL decodes what only PIL can).
-        prepared = {}
-        for i, p in zip(miss, self._prepare(reader, [recs[i] for i in miss], threads) if miss else []):
-            if isinstance(p, _Failed):
-                results[i] = p
-            elif p.kind != "pil" or pil_pixels(i, p):
-                prepared[i] = p
-        # The draws, in order.
-        prefix_ops = {}
-        rest_ops = {}
-        for i in range(n):
-            arr = pixels[i]
-            if arr is not None:
-                w, h = arr.shape[1], arr.shape[0]
-            elif i in prepared:
-                p = prepared[i]
-                prefix_ops[i] = d.prefix_plan.sample(p.width, p.height)  # draws nothing
-                w, h = prefix_ops[i].out_size
-            else:
-                continue
-            rest_ops[i] = d.rest_plan.sample(w, h)
-        # The cached part of the misses, natively, cached.
-        todo = []  # (i, prepared, NativeSpec, buffer)
-        for i, p in prepared.items():
-            ns = _ft.native_spec(prefix_ops[i], dct)
-            assert ns is not None and ns.output == "rgb"
-            todo.append((i, p, ns, np.empty((ns.spec.out_height, ns.spec.out_width, 3), np.uint8)))
-        if todo:
-            status = _core.transform_batch(
-                [t[1] for t in todo], [t[2].spec for t in todo], [t[3] for t in todo], threads
-            )
-            for (i, p, ns, buf), st in zip(todo, status):
-                if st is not None:  # libjpeg warned: PIL decodes, as the uncached path does
-                    if not pil_pixels(i, p):
-                        continue
-                    _core.transform_batch([p], [ns.spec], [buf], 1)
-                pixels[i] = buf
-                self._decoded_put(d, recs[i], buf)
-        # The rest of the plan, on the pixels.
-        from PIL import Image
-
-        rest = []  # (i, prepared, NativeSpec, value, buffer)
-        for i, ops in rest_ops.items():
-            arr = pixels[i]
-            if results[i] is not None or arr is None:
-                continue
-            if not d.rest_plan:  # nothing native left: the Python rest gets PIL's image
-                results[i] = Image.fromarray(arr, "RGB")
-                continue
-            ns = _ft.native_spec(ops, dct)
-            if ns is None:  # not expressible natively: torchvision's own calls
-                results[i] = d.rest_plan.apply_pil(Image.fromarray(arr, "RGB"), ops)
-                continue
-            p = _core.Prepared()
-            p.set_pixels(arr)
-            value, buf = _native_output(ns)
-            rest.append((i, p, ns, value, buf))
-        if rest:
-            _core.transform_batch([t[1] for t in rest], [t[2].spec for t in rest], [t[4] for t in rest], threads)
-            for i, _, ns, value, _ in rest:
-                results[i] = _native_value(ns, value)
-        return results
-
-    def _pil_pixels(self, reader: _core.Reader, recs: List[int], results: List[Any], i: int, p: Any) -> Any:
-        """PIL's image of sample ``i`` of a batch (for what only PIL decodes),
-        its pixels handed to the prepared sample ``p``; or None after
-        recording the failure in ``results[i]``."""
-        try:
-            img = self._pil_named(p.data, reader, recs[i])
-        except Exception as e:
-            results[i] = _Failed(e)
-            return None
-        p.set_pixels(np.asarray(img))
-        return img
-
-    def _pil_named(self, raw: bytes, reader: _core.Reader, rec: int) -> Any:
-        """PIL's RGB image of ``raw``; a failure keeps its type and names the sample."""
-        try:
-            return pil_loader_from_bytes(raw)
-        except Exception as e:  # name the sample, keep the type
-            path = self._path_of_name(reader.name(rec))
-            try:
-                err = type(e)(f"{path}: {e}")
-            except Exception:
-                err = OSError(f"{path}: {e}")
-            raise err from e
-
+    # --- internals -----------------------------------------------------------
     def _record_of(self, k: int) -> int:
         return k if self._indices is None else int(self._indices[k])
 
@@ -954,8 +545,8 @@ class MyImageFolder(_Base):
         calls, as ImageFolder makes them while scanning)."""
         reader = self._pack._handle.get()
         keep = [i for i in range(len(self._pack)) if is_valid_file(self._path_of_name(reader.name(i)))]
-        self._indices = np.asarray(keep, dtype=np.int64)
-        labels = self._pack.labels[self._indices]
+        self._set_indices(np.asarray(keep, dtype=np.int64), None)
+        labels = self._target_array()
         present = set(np.unique(labels).tolist())
         empty = [c for c, i in self.class_to_idx.items() if i not in present]
         if empty:
@@ -963,12 +554,6 @@ class MyImageFolder(_Base):
             if is_valid_file is None:
                 msg += f"Supported extensions are: {', '.join(IMG_EXTENSIONS)}"
             raise FileNotFoundError(msg)
-
-    # Loading a sample is a read (the file's bytes, or, when the sample is
-    # decoded here, read_decode's (pixels or None, bytes)) then _convert.
-
-    def _decodes(self) -> bool:
-        return self._custom_loader is None and self.output != "bytes"
 
     @staticmethod
     def _new_rgb_image(width: int, height: int) -> Any:
@@ -981,7 +566,7 @@ class MyImageFolder(_Base):
         checks the image's memory layout before writing, and returns an
         array instead where it is not the expected one (``_finish`` then
         makes the image from the array)."""
-        from PIL import Image
+        import PIL.Image as Image  # no from-import: that costs a Python call per sample
 
         try:
             buffer = np.empty((height, width * 4), np.uint8)
@@ -990,79 +575,10 @@ class MyImageFolder(_Base):
             return Image.new("RGB", (width, height), None)
         return Image.Image()._new(core)
 
-    def _read(self, reader: _core.Reader, rec: int) -> Any:
-        d = self._decoded_active()
-        if d is not None and not d.fast:
-            arr = self._decoded_get(d, rec)
-            if arr is not None:
-                return _Hit(arr)
-        if not self._decodes():
-            return reader.read(rec)
-        if self.output == "pil":
-            return reader.read_decode_pil(rec, self._new_rgb_image)
-        return reader.read_decode(rec)
-
     def _threads(self) -> int:
         if self.decode_threads is not None:
             return self.decode_threads
         return _DEFAULT_DECODE_THREADS_IN_WORKER if _in_dataloader_worker() else _DEFAULT_DECODE_THREADS
-
-    def _read_batch(self, reader: _core.Reader, recs: List[int]) -> list:
-        d = self._decoded_active()
-        if d is not None and not d.fast:
-            out: List[Any] = []
-            for rec in recs:
-                arr = self._decoded_get(d, rec)
-                out.append(None if arr is None else _Hit(arr))
-            miss = [i for i, x in enumerate(out) if x is None]
-            if miss:
-                for i, x in zip(miss, self._read_batch_uncached(reader, [recs[i] for i in miss])):
-                    out[i] = x
-            return out
-        return self._read_batch_uncached(reader, recs)
-
-    def _read_batch_uncached(self, reader: _core.Reader, recs: List[int]) -> list:
-        if not self._decodes():
-            return reader.read_batch(recs, self._threads())
-        if self.output == "pil":
-            return reader.read_decode_pil_batch(recs, self._new_rgb_image, self._threads())
-        return reader.read_decode_batch(recs, self._threads())
-
-    def _convert(self, loaded: Any, reader: _core.Reader, rec: int) -> Any:
-        if isinstance(loaded, _Hit):  # from the decoded cache: numpy and torch get a writable copy
-            arr = loaded.pixels if self.output == "pil" else loaded.pixels.copy()
-            return _Prefixed(self._finish(arr, None, reader, rec))
-        if self._custom_loader is not None:
-            return self._custom_loader(loaded)
-        if self.output == "bytes":
-            return loaded
-        return self._finish(loaded[0], loaded[1], reader, rec)
-
-    def _load(self, reader: _core.Reader, rec: int) -> Any:
-        return self._convert(self._read(reader, rec), reader, rec)
-
-    def _finish(self, arr: Any, raw: Optional[bytes], reader: _core.Reader, rec: int) -> Any:
-        """``arr``: the pixels (an HxWx3 array, or with ``output="pil"``
-        usually the PIL image read_decode_pil decoded into), or None with
-        ``raw`` the bytes PIL must decode."""
-        if arr is not None and not isinstance(arr, np.ndarray):
-            return arr  # a PIL image (output="pil" only)
-        if arr is None:
-            assert raw is not None  # read_decode gives the bytes it could not decode
-            img = self._pil_named(raw, reader, rec)
-            if self.output == "pil":
-                return img
-            arr = np.array(img)  # a writable copy (torch.from_numpy needs one)
-        if self.output == "pil":
-            from PIL import Image
-
-            return Image.fromarray(arr, "RGB")
-        if self.output == "numpy":
-            return arr
-        import torch
-
-        t = torch.from_numpy(np.ascontiguousarray(arr)).permute(2, 0, 1).contiguous()
-        return _as_tv_image(t)
 
     def extra_repr(self) -> str:
         text = f"Pack: {self._pack.path}\nOutput: {self.output}"
@@ -1080,8 +596,10 @@ class MyImageFolder(_Base):
     def __getstate__(self) -> dict:
         # Pickles to its path: the Pack's handle drops its open reader.
         state = self.__dict__.copy()
-        state["_targets_array"] = None
-        state["_plan"] = None  # recomputed on first use
+        state["_labels"] = None  # read again in each process
+        state["_tarr"] = None
+        del state["_policy"]  # and the plans: chosen again on unpickling
+        state["_plan"] = None
         state["_dplan"] = None
         state["_dtables"] = {}  # native handles: reopened in each process
         del state["_count_lock"]
@@ -1100,3 +618,4 @@ class MyImageFolder(_Base):
             state["_bad_counts"] = multiprocessing.RawArray("q", _COUNTER_SLOTS)
         self.__dict__.update(state)
         self._count_lock = threading.Lock()
+        self._reselect()

@@ -33,8 +33,12 @@ input (a RandomCrop larger than the image without ``pad_if_needed``) and
 emits torchvision's warning for ``antialias=False`` on PIL images.
 
 The executor contract (for a native implementation) is :class:`SampleOps`:
-plain integers, strings and tuples.  :meth:`FastPlan.apply_pil` is the
-oracle: PIL and torch calls identical to torchvision's, for any PIL mode.
+plain integers, strings and tuples.  This module is the plan only; the
+executors live beside it: :mod:`ufspack.transform_oracle` (the reference:
+PIL and torch calls identical to torchvision's, for any PIL mode; what
+:meth:`FastPlan.apply_pil` runs) and :mod:`ufspack.transform_native` (the
+``_core`` pipeline).  Their public names (``NativeSpec``, ``native_spec``,
+``run_tail``, ``resolve_fill``) are still importable from here.
 
 Importable without torch or torchvision: then nothing is recognised and every
 plan is empty.  Thread safety: a plan is immutable; ``sample`` uses torch's
@@ -43,27 +47,22 @@ global RNG like torchvision does.
 
 from __future__ import annotations
 
-import functools
+import importlib
 import math
 import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple, Union, cast
 
 if TYPE_CHECKING:
-    import torch
     from PIL import Image
 
 __all__ = [
     "CropOp",
     "FastPlan",
-    "NativeSpec",
     "NormalizeOp",
     "ResizeOp",
     "SampleOps",
-    "native_spec",
     "plan_transform",
-    "resolve_fill",
-    "run_tail",
 ]
 
 # PIL resampling filters, as torchvision.transforms.functional.pil_modes_mapping
@@ -485,8 +484,11 @@ class FastPlan:
 
     def apply_pil(self, img: Image.Image, ops: SampleOps) -> Any:
         """Execute ``ops`` on a PIL image with the PIL and torch calls
-        torchvision makes; returns a PIL image, or a tensor once converted."""
-        return _execute(img, ops)
+        torchvision makes; returns a PIL image, or a tensor once converted
+        (:func:`ufspack.transform_oracle.execute`)."""
+        from ufspack.transform_oracle import execute
+
+        return execute(img, ops)
 
     def __call__(self, img: Image.Image) -> Any:
         """The recognised run on ``img`` (not the Python rest): sample, then apply_pil."""
@@ -699,238 +701,21 @@ def _recognise(T: Any, t: Any, last: int, dtype: Optional[str]) -> Optional[_Ste
     return None
 
 
-# --- the reference executor -------------------------------------------------------
+# --- names that moved to the executors' modules ------------------------------------
+
+# Imported on first use, so that this module alone (the plan) needs neither
+# _core nor the rest of the package.
+_MOVED = {
+    "NativeSpec": "ufspack.transform_native",
+    "native_spec": "ufspack.transform_native",
+    "run_tail": "ufspack.transform_native",
+    "resolve_fill": "ufspack.transform_oracle",
+}
 
 
-def resolve_fill(fill: Fill, img: Image.Image) -> Fill:
-    """torchvision.transforms.functional_pil._parse_fill for ``img``."""
-    num_channels = len(img.getbands())
-    if isinstance(fill, (int, float)) and num_channels > 1:
-        fill = tuple([fill] * num_channels)
-    if isinstance(fill, (list, tuple)):
-        if len(fill) != num_channels:
-            msg = "The number of elements in 'fill' does not match the number of channels of the image ({} != {})"
-            raise ValueError(msg.format(len(fill), num_channels))
-        fill = tuple(fill)
-    if img.mode != "F":
-        if isinstance(fill, (list, tuple)):
-            fill = tuple(int(x) for x in fill)
-        else:
-            fill = int(fill)
-    return fill
-
-
-def _pad(img: Image.Image, pad: Tuple[int, int, int, int], fill: Fill) -> Image.Image:
-    """functional_pil.pad, constant mode."""
-    from PIL import ImageOps
-
-    opts = resolve_fill(fill, img)
-    if img.mode == "P":
-        palette = img.getpalette()
-        image = ImageOps.expand(img, border=pad, fill=opts)
-        image.putpalette(palette)
-        return image
-    return ImageOps.expand(img, border=pad, fill=opts)
-
-
-def _to_tensor(pic: Image.Image) -> torch.Tensor:
-    """functional.to_tensor, PIL branch."""
-    import numpy as np
-    import torch
-
-    default_float_dtype = torch.get_default_dtype()
-    mode_to_nptype = {"I": np.int32, "I;16": np.int16, "F": np.float32}
-    img = torch.from_numpy(np.array(pic, mode_to_nptype.get(pic.mode, np.uint8), copy=True))
-    if pic.mode == "1":
-        img = 255 * img
-    img = img.view(pic.size[1], pic.size[0], len(pic.getbands()))
-    img = img.permute((2, 0, 1)).contiguous()
-    if isinstance(img, torch.ByteTensor):
-        return img.to(dtype=default_float_dtype).div(255)
-    return img
-
-
-def _pil_to_tensor(pic: Image.Image) -> torch.Tensor:
-    """functional.pil_to_tensor: a permuted (non-contiguous) view, like torchvision's."""
-    import numpy as np
-    import torch
-
-    img = torch.as_tensor(np.array(pic, copy=True))
-    img = img.view(pic.size[1], pic.size[0], len(pic.getbands()))
-    return img.permute((2, 0, 1))
-
-
-def _max_value(dtype: torch.dtype) -> int:
-    import torch
-
-    return {torch.uint8: 255, torch.int8: 127, torch.int16: 32767, torch.int32: 2**31 - 1}.get(dtype, 2**63 - 1)
-
-
-def _convert_image_dtype(image: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """functional_tensor.convert_image_dtype for the conversions the plan admits
-    (uint8 -> uint8/float, float -> float)."""
-    if image.dtype == dtype:
-        return image
-    if image.is_floating_point():
-        if dtype.is_floating_point:
-            return image.to(dtype)
-        raise AssertionError(f"float -> {dtype} is never planned")
-    input_max = float(_max_value(image.dtype))
-    if dtype.is_floating_point:
-        image = image.to(dtype)
-        return image / input_max
-    raise AssertionError(f"{image.dtype} -> {dtype} is never planned")
-
-
-def _normalize(tensor: torch.Tensor, op: NormalizeOp) -> torch.Tensor:
-    """functional_tensor.normalize."""
-    import torch
-
-    if not tensor.is_floating_point():
-        raise TypeError(f"Input tensor should be a float tensor. Got {tensor.dtype}.")
-    if not op.inplace:
-        tensor = tensor.clone()
-    dtype = tensor.dtype
-    mean = torch.as_tensor(op.mean, dtype=dtype, device=tensor.device)
-    std = torch.as_tensor(op.std, dtype=dtype, device=tensor.device)
-    if (std == 0).any():
-        raise ValueError(f"std evaluated to zero after conversion to {dtype}, leading to division by zero.")
-    if mean.ndim == 1:
-        mean = mean.view(-1, 1, 1)
-    if std.ndim == 1:
-        std = std.view(-1, 1, 1)
-    return tensor.sub_(mean).div_(std)
-
-
-def _execute(img: Image.Image, ops: SampleOps) -> Any:
-    from PIL import Image as PILImage
-
-    if img.size != ops.in_size:
-        raise ValueError(f"ops were sampled for an image of {ops.in_size}, got {img.size}")
-    if ops.resize_before is not None:
-        r = ops.resize_before
-        img = img.resize((r.width, r.height), r.pil_filter)
-    if ops.crop is not None:
-        c = ops.crop
-        if c.pad != (0, 0, 0, 0):
-            img = _pad(img, c.pad, c.fill)
-        left, top, width, height = c.box
-        img = img.crop((left, top, left + width, top + height))
-    if ops.resize_after is not None:
-        r = ops.resize_after
-        img = img.resize((r.width, r.height), r.pil_filter)
-    if ops.flip:
-        img = img.transpose(PILImage.Transpose.FLIP_LEFT_RIGHT)
-    if ops.tensor is None:
-        return img
-    x = _to_tensor(img) if ops.tensor == "to_tensor" else _pil_to_tensor(img)
-    if ops.convert is not None:
-        import torch
-
-        x = _convert_image_dtype(x, getattr(torch, ops.convert))
-    if ops.normalize is not None:
-        x = _normalize(x, ops.normalize)
-    return x
-
-
-# --- the native executor's side ---------------------------------------------------
-
-
-@dataclass(frozen=True)
-class NativeSpec:
-    """How one sample's :class:`SampleOps` run natively.
-
-    ``spec`` is the ``_core.TransformSpec`` (geometry, flip and the output
-    layout); ``output`` the layout it writes: "rgb" (HxWx3 bytes, made a PIL
-    image), "chw_u8" (a uint8 tensor) or "chw_f32" (a float32 tensor, divided
-    by 255 and normalised).  ``tail`` is what is left for torch afterwards
-    (SampleOps with no geometry: a tensor conversion the native output does
-    not cover, such as float64, or a Normalize it cannot express), None when
-    nothing is."""
-
-    spec: Any
-    output: str
-    tail: Optional[SampleOps]
-
-
-@functools.lru_cache(maxsize=64)
-def _float32(values: Tuple[Union[int, float], ...]) -> Optional[Tuple[float, float, float]]:
-    """mean/std as torch converts them for a 3-channel float32 tensor, or
-    None when torch would broadcast differently or raise."""
-    import numpy as np
-
-    if len(values) not in (1, 3):
-        return None
-    v = [float(np.float32(x)) for x in values]
-    if len(v) == 1:
-        v = v * 3
-    return v[0], v[1], v[2]
-
-
-def native_spec(ops: SampleOps, dct_scaling: bool) -> Optional[NativeSpec]:
-    """The native form of ``ops`` for an RGB image, or None when even its
-    geometry cannot run natively (a padding fill torchvision would reject or
-    clip): then the caller runs :meth:`FastPlan.apply_pil` on PIL's image."""
-    from ufspack import _core
-
-    s = _core.TransformSpec()
-    s.in_width, s.in_height = ops.in_size
-    if ops.resize_before is not None:
-        r = ops.resize_before
-        s.set_resize_before(r.width, r.height, r.pil_filter)
-    if ops.crop is not None:
-        c = ops.crop
-        fill: Any = c.fill
-        if isinstance(fill, (int, float)):
-            fill = (fill,) * 3
-        if len(fill) != 3:
-            return None  # torchvision raises: let it
-        fill = tuple(int(x) for x in fill)
-        if not all(0 <= x <= 255 for x in fill):
-            return None
-        s.set_crop(c.pad, fill, c.box)
-    if ops.resize_after is not None:
-        r = ops.resize_after
-        s.set_resize_after(r.width, r.height, r.pil_filter)
-    s.hflip = ops.flip
-    s.dct_scaling = dct_scaling
-    geometry_only = SampleOps(ops.out_size, None, None, None, False, ops.out_size,
-                              ops.tensor, ops.convert, ops.normalize, ops.dtype)
-    if ops.tensor is None:
-        s.set_output("rgb")
-        return NativeSpec(s, "rgb", None)
-    import torch
-
-    # The float the tensor is in before Normalize, if float32.
-    if ops.tensor == "to_tensor":
-        floating = torch.get_default_dtype() == torch.float32 and ops.convert in (None, "float32")
-        as_u8 = False
-    else:  # pil_to_tensor
-        floating = ops.convert == "float32"
-        as_u8 = ops.convert in (None, "uint8")
-    if as_u8:
-        s.set_output("chw_u8")
-        return NativeSpec(s, "chw_u8", None)
-    if not floating:
-        s.set_output("rgb")
-        return NativeSpec(s, "rgb", geometry_only)
-    if ops.normalize is None:
-        s.set_output("chw_f32")
-        return NativeSpec(s, "chw_f32", None)
-    mean, std = _float32(ops.normalize.mean), _float32(ops.normalize.std)
-    if mean is None or std is None or 0.0 in std:
-        s.set_output("chw_f32")  # torch normalises (or raises) in Python
-        tail = SampleOps(ops.out_size, None, None, None, False, ops.out_size,
-                         None, None, ops.normalize, ops.dtype)
-        return NativeSpec(s, "chw_f32", tail)
-    s.set_output("chw_f32", mean, std)
-    return NativeSpec(s, "chw_f32", None)
-
-
-def run_tail(x: Any, tail: SampleOps) -> Any:
-    """The part of ``ops`` left to torch after the native output ``x`` (a PIL
-    image when ``tail.tensor`` is set, else a float tensor to normalise)."""
-    if tail.tensor is not None:
-        return _execute(x, tail)
-    assert tail.normalize is not None
-    return _normalize(x, tail.normalize)
+def __getattr__(name: str) -> Any:
+    """``fast_transforms.native_spec`` and the other moved names (PEP 562)."""
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
