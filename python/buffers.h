@@ -1,0 +1,32 @@
+// Copyright 2026 The ufspack Authors.
+//
+// numpy and buffer-protocol conversions.  REQUIRES: the GIL held.
+#ifndef UFSPACK_PYTHON_BUFFERS_H_
+#define UFSPACK_PYTHON_BUFFERS_H_
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+
+#include "ufspack/decode.h"
+
+namespace py = pybind11;
+
+namespace ufspack {
+
+// An HxWx3 uint8 array that takes ownership of img->pixels (no copy).
+py::array_t<uint8_t> ToArray(RgbImage* img);
+
+// Whether the buffer's bytes are contiguous in C order (dimensions of one
+// element may have any stride).
+bool IsContiguous(const py::buffer_info& b);
+
+// The buffer's size in bytes.
+inline size_t ByteSize(const py::buffer_info& b) {
+  return static_cast<size_t>(b.size) * b.itemsize;
+}
+
+}  // namespace ufspack
+
+#endif  // UFSPACK_PYTHON_BUFFERS_H_
