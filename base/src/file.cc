@@ -14,6 +14,8 @@
 #include <string>
 #include <utility>
 
+#include "ufspack/posix_io.h"
+
 namespace ufspack {
 
 RandomAccessFile::~RandomAccessFile() = default;
@@ -157,20 +159,17 @@ class MemoryRegion final : public Region {
 // writer, or a device, would otherwise hang it), and O_NONBLOCK is cleared
 // again once the file is known to be regular.
 Status OpenRegularFile(const std::string& path, int* fd, struct stat* st) {
-  int f;
-  do {
-    f = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  } while (f < 0 && errno == EINTR);
-  if (f < 0) return Status::FromErrno(path, errno);
-  if (::fstat(f, st) != 0) {
-    int e = errno;
-    ::close(f);
-    return Status::FromErrno(path + ": fstat", e);
-  }
-  if (!S_ISREG(st->st_mode)) {
-    ::close(f);
-    return Status::InvalidArgument(path + ": not a regular file (" +
-                                   FileTypeName(st->st_mode) + ")");
+  int f = -1, err = 0;
+  switch (internal::OpenRegular(path, &f, st, &err)) {
+    case internal::OpenedRegular::kOpenFailed:
+      return Status::FromErrno(path, err);
+    case internal::OpenedRegular::kFstatFailed:
+      return Status::FromErrno(path + ": fstat", err);
+    case internal::OpenedRegular::kNotRegular:
+      return Status::InvalidArgument(path + ": not a regular file (" +
+                                     FileTypeName(st->st_mode) + ")");
+    case internal::OpenedRegular::kOpened:
+      break;
   }
   const int flags = ::fcntl(f, F_GETFL);
   if (flags < 0 || ::fcntl(f, F_SETFL, flags & ~O_NONBLOCK) != 0) {

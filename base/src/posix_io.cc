@@ -138,5 +138,28 @@ int OpenAnyLength(const std::string& path, int flags) {
   return -1;
 }
 
+OpenedRegular OpenRegular(const std::string& path, int* fd, struct stat* st,
+                          int* err) {
+  int f;
+  do {
+    f = OpenAnyLength(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  } while (f < 0 && errno == EINTR);
+  if (f < 0) {
+    *err = errno;
+    return OpenedRegular::kOpenFailed;
+  }
+  if (::fstat(f, st) != 0) {
+    *err = errno;
+    ::close(f);
+    return OpenedRegular::kFstatFailed;
+  }
+  if (!S_ISREG(st->st_mode)) {
+    ::close(f);
+    return OpenedRegular::kNotRegular;
+  }
+  *fd = f;
+  return OpenedRegular::kOpened;
+}
+
 }  // namespace internal
 }  // namespace ufspack

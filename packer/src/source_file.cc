@@ -14,22 +14,19 @@ namespace ufspack {
 namespace internal {
 
 Status OpenSource(const std::string& path, int* fd, struct stat* st) {
-  int f;
-  do {
-    f = OpenAnyLength(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  } while (f < 0 && errno == EINTR);
-  if (f < 0) return Status::FromErrno(path + ": cannot open", errno);
-  if (::fstat(f, st) != 0) {
-    int e = errno;
-    ::close(f);
-    return Status::FromErrno(path + ": fstat", e);
+  int err = 0;
+  switch (OpenRegular(path, fd, st, &err)) {
+    case OpenedRegular::kOpenFailed:
+      return Status::FromErrno(path + ": cannot open", err);
+    case OpenedRegular::kFstatFailed:
+      return Status::FromErrno(path + ": fstat", err);
+    case OpenedRegular::kNotRegular:
+      return Status::InvalidArgument(path + ": is a " +
+                                     FileTypeName(st->st_mode) +
+                                     ", not a regular file");
+    case OpenedRegular::kOpened:
+      break;
   }
-  if (!S_ISREG(st->st_mode)) {
-    ::close(f);
-    return Status::InvalidArgument(
-        path + ": is a " + FileTypeName(st->st_mode) + ", not a regular file");
-  }
-  *fd = f;
   return Status::OK();
 }
 

@@ -186,11 +186,7 @@ Status MergedPack::OpenPart(size_t k, const SinglePack** part) const {
 
 Status MergedPack::PartFor(uint64_t i, const SinglePack** part, uint64_t* local,
                            size_t* k) const {
-  if (i >= info_.record_count) {
-    return Status::OutOfRange(info_.index_path + ": record " +
-                              std::to_string(i) + " out of range (pack has " +
-                              std::to_string(info_.record_count) + " records)");
-  }
+  UFSPACK_RETURN_IF_ERROR(CheckRange("record", i, info_.record_count));
   const Manifest& m = parts_->manifest;
   const auto& starts = m.segment_starts;
   const size_t s = static_cast<size_t>(

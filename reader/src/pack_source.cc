@@ -26,12 +26,15 @@ Status PackSource::NameAt(uint64_t offset, uint64_t length,
   return Status::OK();
 }
 
+Status PackSource::CheckRange(const char* what, uint64_t i, uint64_t n) const {
+  if (i < n) return Status::OK();
+  return Status::OutOfRange(info_.index_path + ": " + what + " " +
+                            std::to_string(i) + " out of range (pack has " +
+                            std::to_string(n) + " " + what + "s)");
+}
+
 Status PackSource::GetClass(uint64_t c, ClassInfo* out) const {
-  if (c >= info_.class_count) {
-    return Status::OutOfRange(info_.index_path + ": class " +
-                              std::to_string(c) + " out of range (pack has " +
-                              std::to_string(info_.class_count) + " classes)");
-  }
+  UFSPACK_RETURN_IF_ERROR(CheckRange("class", c, info_.class_count));
   std::string_view in = classes_.substr(c * ClassEntry::kEncodedLength,
                                         ClassEntry::kEncodedLength);
   ClassEntry e;

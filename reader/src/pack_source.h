@@ -82,6 +82,9 @@ class PackSource {
 
  protected:
   PackSource() = default;
+  // OutOfRange "<index>: record <i> out of range (pack has <n> records)"
+  // when i >= n (`what`: "record" or "class"), else OK.
+  Status CheckRange(const char* what, uint64_t i, uint64_t n) const;
   // The bounds-checked view of name pool bytes [offset, offset + length).
   Status NameAt(uint64_t offset, uint64_t length, std::string_view* name) const;
 

@@ -120,11 +120,7 @@ Status SinglePack::Corrupt(uint64_t i, std::string_view name,
 }
 
 Status SinglePack::GetRecord(uint64_t i, Record* record) const {
-  if (i >= info_.record_count) {
-    return Status::OutOfRange(info_.index_path + ": record " +
-                              std::to_string(i) + " out of range (pack has " +
-                              std::to_string(info_.record_count) + " records)");
-  }
+  UFSPACK_RETURN_IF_ERROR(CheckRange("record", i, info_.record_count));
   std::string_view in = records_.substr(i * RecordEntry::kEncodedLength,
                                         RecordEntry::kEncodedLength);
   RecordEntry e;

@@ -20,6 +20,8 @@
 #include <string>
 #include <string_view>
 
+struct stat;
+
 #include "ufspack/export.h"
 #include "ufspack/status.h"
 
@@ -68,6 +70,19 @@ UFSPACK_EXPORT Status MakeDirs(const std::string& path);
 // openat(2), following symlinks as open(2) does; `flags` apply to the last
 // component.  Returns the descriptor, or -1 with errno set.
 UFSPACK_EXPORT int OpenAnyLength(const std::string& path, int flags);
+
+// Opens `path` (any length) read-only without blocking (O_NONBLOCK: a FIFO
+// or device cannot hang the caller; O_NOCTTY, O_CLOEXEC), retrying EINTR,
+// fstats it into *st and keeps it only if it is a regular file.  Nothing is
+// left open unless the result is kOpened; callers word the errors.
+enum class OpenedRegular {
+  kOpened,       // *fd is the descriptor, still O_NONBLOCK
+  kOpenFailed,   // *err: open's errno
+  kFstatFailed,  // *err: fstat's errno
+  kNotRegular,   // st->st_mode says what it is (FileTypeName)
+};
+UFSPACK_EXPORT OpenedRegular OpenRegular(const std::string& path, int* fd,
+                                         struct stat* st, int* err);
 
 }  // namespace internal
 }  // namespace ufspack
