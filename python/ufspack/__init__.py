@@ -16,11 +16,8 @@ See docs/python.md.
 from ufspack._core import CorruptPackError, __version__
 from ufspack.builder import AppendSummary, BuildSummary, MergeSummary, append, build, merge
 from ufspack.cache import Cache, CacheTierStats
-from ufspack.dataset import IMG_EXTENSIONS, BadSampleWarning, MyImageFolder, skip_none_collate
+from ufspack.dataset import IMG_EXTENSIONS, BadSampleWarning, ImageFolder, MyImageFolder, skip_none_collate
 from ufspack.pack import Pack, PackInfo, RecordInfo
-
-# The drop-in under torchvision's name: `from ufspack import ImageFolder`.
-ImageFolder = MyImageFolder
 
 __all__ = [
     "BadSampleWarning",

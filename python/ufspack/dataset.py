@@ -26,7 +26,14 @@ from ufspack.on_error import BadSampleWarning
 from ufspack.pack import Pack, PathLike, _check_index
 from ufspack.pipeline import pil_loader_from_bytes
 
-__all__ = ["IMG_EXTENSIONS", "BadSampleWarning", "MyImageFolder", "pil_loader_from_bytes", "skip_none_collate"]
+__all__ = [
+    "IMG_EXTENSIONS",
+    "BadSampleWarning",
+    "ImageFolder",
+    "MyImageFolder",
+    "pil_loader_from_bytes",
+    "skip_none_collate",
+]
 
 # torchvision.datasets.folder.IMG_EXTENSIONS
 IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
@@ -127,7 +134,7 @@ class _Samples(Sequence):
     the original file path (source root joined with the record name),
     computed on access from the mapped index."""
 
-    def __init__(self, ds: MyImageFolder) -> None:
+    def __init__(self, ds: ImageFolder) -> None:
         self._ds = ds
 
     def __len__(self) -> int:
@@ -177,7 +184,7 @@ class _Reselects:
             obj._reselect()
 
 
-class MyImageFolder(_Base):
+class ImageFolder(_Base):
     """``torchvision.datasets.ImageFolder`` over a pack built by ``ufspack build``.
 
     Same classes, class_to_idx, samples, targets, imgs, len, order, transforms
@@ -619,3 +626,7 @@ class MyImageFolder(_Base):
         self.__dict__.update(state)
         self._count_lock = threading.Lock()
         self._reselect()
+
+
+# The name the README's three-line change uses; the same class.
+MyImageFolder = ImageFolder

@@ -19,7 +19,7 @@ from ufspack import _core
 from ufspack.pipeline import Failed, Pipeline
 
 if TYPE_CHECKING:
-    from ufspack.dataset import MyImageFolder
+    from ufspack.dataset import ImageFolder
 
 Item = Tuple[Any, Any]
 
@@ -29,7 +29,7 @@ class BadSampleWarning(UserWarning):
     (``MyImageFolder(on_error="skip" | "substitute")``)."""
 
 
-def _target(ds: MyImageFolder, k: int) -> Any:
+def _target(ds: ImageFolder, k: int) -> Any:
     """Sample ``k``'s target (from the per-sample targets array: no native
     lookup), through ``target_transform``."""
     targets = ds._tarr
@@ -43,7 +43,7 @@ def _target(ds: MyImageFolder, k: int) -> Any:
 class Raise:
     """``on_error="raise"``: a bad sample's error propagates."""
 
-    def __init__(self, ds: MyImageFolder, pipeline: Pipeline) -> None:
+    def __init__(self, ds: ImageFolder, pipeline: Pipeline) -> None:
         self.ds = ds
         self.pipeline = pipeline
 
@@ -135,7 +135,7 @@ class Substitute(Skip):
 POLICIES = {"raise": Raise, "skip": Skip, "substitute": Substitute}
 
 
-def select(ds: MyImageFolder, pipeline: Pipeline) -> Raise:
+def select(ds: ImageFolder, pipeline: Pipeline) -> Raise:
     """The policy of ``ds.on_error`` around ``pipeline``."""
     return POLICIES[ds.on_error](ds, pipeline)
 

@@ -38,7 +38,7 @@ from ufspack.fast_transforms import FastPlan
 from ufspack.transform_native import native_output, native_spec, native_value
 
 if TYPE_CHECKING:
-    from ufspack.dataset import MyImageFolder
+    from ufspack.dataset import ImageFolder
 
 Transform = Optional[Callable[[Any], Any]]
 
@@ -65,7 +65,7 @@ def pil_loader_from_bytes(data: bytes) -> Any:
         return img.convert("RGB")
 
 
-def pil_named(ds: MyImageFolder, raw: bytes, reader: _core.Reader, rec: int) -> Any:
+def pil_named(ds: ImageFolder, raw: bytes, reader: _core.Reader, rec: int) -> Any:
     """PIL's RGB image of ``raw``; a failure keeps its type and names the sample."""
     try:
         return pil_loader_from_bytes(raw)
@@ -81,7 +81,7 @@ def pil_named(ds: MyImageFolder, raw: bytes, reader: _core.Reader, rec: int) -> 
 class Pipeline:
     """Record index -> transformed sample; see the module's docstring."""
 
-    def __init__(self, ds: MyImageFolder, transform: Transform) -> None:
+    def __init__(self, ds: ImageFolder, transform: Transform) -> None:
         self.ds = ds
         self.transform = transform  # what runs in Python after the pipeline's own work
 
@@ -140,7 +140,7 @@ class RawPipeline(_ReadThenConvert):
     """``output="bytes"`` (``loader`` None: the file's bytes) or a
     ``bytes_loader`` (``loader``), called on the file's bytes."""
 
-    def __init__(self, ds: MyImageFolder, transform: Transform, loader: Optional[Callable[[bytes], Any]]) -> None:
+    def __init__(self, ds: ImageFolder, transform: Transform, loader: Optional[Callable[[bytes], Any]]) -> None:
         super().__init__(ds, transform)
         self.loader = loader
 
@@ -218,7 +218,7 @@ class PilPipeline(_Decoded):
 class ArrayPipeline(_Decoded):
     """``output="numpy"`` or ``"tensor"``: ``read_decode``'s pixels."""
 
-    def __init__(self, ds: MyImageFolder, transform: Transform, output: str) -> None:
+    def __init__(self, ds: ImageFolder, transform: Transform, output: str) -> None:
         super().__init__(ds, transform)
         self.output = output
 
@@ -264,7 +264,7 @@ class _Table:
     the cache cannot be used (reported once: samples are then decoded
     every time)."""
 
-    def __init__(self, ds: MyImageFolder, name: bytes) -> None:
+    def __init__(self, ds: ImageFolder, name: bytes) -> None:
         self.ds = ds
         self.name = name
 
@@ -318,7 +318,7 @@ class CachedPipeline(Pipeline):
     ``inner`` (a Pil/ArrayPipeline without transform), is run through them
     and cached; then ``d.rest`` runs."""
 
-    def __init__(self, ds: MyImageFolder, d: _decoded.DecodedPlan, inner: _Decoded) -> None:
+    def __init__(self, ds: ImageFolder, d: _decoded.DecodedPlan, inner: _Decoded) -> None:
         super().__init__(ds, d.rest)
         assert d.name is not None and not d.fast
         self.d = d
@@ -419,7 +419,7 @@ class FusedPipeline(_Native):
     image size is known and before the next sample's: the order
     torchvision draws them in."""
 
-    def __init__(self, ds: MyImageFolder, plan: FastPlan, dct: bool) -> None:
+    def __init__(self, ds: ImageFolder, plan: FastPlan, dct: bool) -> None:
         super().__init__(ds, plan.python)
         self.plan = plan
         self.dct = dct
@@ -511,7 +511,7 @@ class CachedFusedPipeline(_Native):
     (a JPEG found damaged while decoding has had its draws, as without the
     cache)."""
 
-    def __init__(self, ds: MyImageFolder, d: _decoded.DecodedPlan, dct: bool) -> None:
+    def __init__(self, ds: ImageFolder, d: _decoded.DecodedPlan, dct: bool) -> None:
         assert d.name is not None and d.fast and d.prefix_plan is not None and d.rest_plan is not None
         super().__init__(ds, d.rest_plan.python)
         self.d = d
@@ -607,7 +607,7 @@ class CachedFusedPipeline(_Native):
 # --- the choice ----------------------------------------------------------------------
 
 
-def select(ds: MyImageFolder) -> Pipeline:
+def select(ds: ImageFolder) -> Pipeline:
     """The pipeline for ``ds``'s current settings; also sets ``ds._plan``
     (the fast plan, None when fast_transforms is off) and ``ds._dplan``
     (the decoded-cache plan, None when cache_decoded is off)."""
