@@ -13,7 +13,10 @@ dataset up (first-use plans and handles), then counts, with
 
     PYTHONPATH=build/python python3 bench/getitem_hops.py [--work DIR] [--show]
 
-``--show`` also lists the calls of the default case (qualified names), to
+Each line also names the `_core` functions called (each Reader method among
+them decodes the record's entry once: read_* and label are one native record
+lookup each).  ``--show``
+also lists the calls of the default case (qualified names), to
 see where the hops go.  Prints one line per dataset: "<name>: N calls,
 M c_calls".  The counts do not depend on timing: the same code gives the
 same numbers.
@@ -56,6 +59,7 @@ def count(fn: Callable[[], Any]) -> Tuple[int, int, List[str]]:
     not counting ``fn`` itself (it only calls ``__getitem__``)."""
     calls: List[str] = []
     c_calls = [0]
+    reader_calls: List[str] = []
     depth = [0]
 
     def prof(frame: Any, event: str, arg: Any) -> None:
@@ -68,13 +72,15 @@ def count(fn: Callable[[], Any]) -> Tuple[int, int, List[str]]:
             depth[0] -= 1
         elif event == "c_call" and depth[0] > 1:
             c_calls[0] += 1
+            if type(getattr(arg, "__self__", None)).__name__ == "PyCapsule":  # a pybind11 function: _core's
+                reader_calls.append(arg.__name__)
 
     sys.setprofile(prof)
     try:
         fn()
     finally:
         sys.setprofile(None)
-    return len(calls), c_calls[0], calls
+    return len(calls), c_calls[0], calls, reader_calls
 
 
 def main() -> None:
@@ -96,8 +102,8 @@ def main() -> None:
         for name, ds in cases.items():
             for i in range(len(ds)):  # warm up: plans, handles, imports
                 ds[i]
-            n, c, names = count(lambda ds=ds: ds[3])
-            print(f"{name}: {n} calls, {c} c_calls")
+            n, c, names, native = count(lambda ds=ds: ds[3])
+            print(f"{name}: {n} calls, {c} c_calls; _core calls: {', '.join(native)}")
             if args.show:
                 for line in names:
                     print(f"    {line}")
