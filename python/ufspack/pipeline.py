@@ -228,6 +228,21 @@ class ArrayPipeline(_Decoded):
     def read_many(self, reader: _core.Reader, recs: List[int], threads: int) -> Sequence[Any]:
         return reader.read_decode_batch(recs, threads)
 
+    def load_one(self, reader: _core.Reader, rec: int) -> Any:
+        # _ReadThenConvert.load_one with output="numpy"'s common case (the
+        # pixels decoded natively) inlined: no further Python calls.
+        try:
+            arr, raw = reader.read_decode(rec)
+        except _core.CorruptPackError as e:
+            return Failed(e)
+        if arr is None or self.output != "numpy":
+            try:
+                arr = self.to_output(arr, raw, reader, rec)
+            except Exception as e:
+                return Failed(e)
+        t = self.transform
+        return arr if t is None else t(arr)
+
 
 def _tv_image_class() -> Any:
     """torchvision's ``tv_tensors.Image`` (>= 0.16), or None.  Looked up
