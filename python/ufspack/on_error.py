@@ -54,12 +54,7 @@ class Raise:
         x = self.pipeline.load_one(ds._pack._handle.get(), rec)
         if isinstance(x, Failed):
             raise x.error
-        targets = ds._tarr  # _target, inlined: this is every sample's path
-        if targets is None:
-            targets = ds._target_array()
-        target = int(targets[k])
-        tt = ds.target_transform
-        return x, (target if tt is None else tt(target))
+        return x, _target(ds, k)
 
     def items(self, ks: List[int]) -> List[Item]:
         """``ds.__getitems__`` for indices already checked."""

@@ -163,6 +163,20 @@ class _Decoded(_ReadThenConvert):
     def convert(self, raw: Any, reader: _core.Reader, rec: int) -> Any:
         return self.to_output(raw[0], raw[1], reader, rec)
 
+    def load_one(self, reader: _core.Reader, rec: int) -> Any:
+        # _ReadThenConvert.load_one with finish and convert folded in: the
+        # per-sample path of every decoding mode.
+        try:
+            x, raw = self.read(reader, rec)
+        except _core.CorruptPackError as e:
+            return Failed(e)
+        try:
+            x = self.to_output(x, raw, reader, rec)
+        except Exception as e:
+            return Failed(e)
+        t = self.transform
+        return x if t is None else t(x)
+
     def to_output(self, arr: Any, raw: Optional[bytes], reader: _core.Reader, rec: int) -> Any:
         """The sample in the dataset's ``output`` from ``arr``: an HxWx3
         array, a PIL image (``output="pil"``: the image read_decode_pil
@@ -199,21 +213,6 @@ class PilPipeline(_Decoded):
     def read_many(self, reader: _core.Reader, recs: List[int], threads: int) -> Sequence[Any]:
         return reader.read_decode_pil_batch(recs, self.ds._new_rgb_image, threads)
 
-    def load_one(self, reader: _core.Reader, rec: int) -> Any:
-        # _ReadThenConvert.load_one with the common case inlined (the
-        # image read_decode_pil decoded into): no further Python calls.
-        try:
-            img, raw = reader.read_decode_pil(rec, self.ds._new_rgb_image)
-        except _core.CorruptPackError as e:
-            return Failed(e)
-        if img is None or isinstance(img, np.ndarray):
-            try:
-                img = self.to_output(img, raw, reader, rec)
-            except Exception as e:
-                return Failed(e)
-        t = self.transform
-        return img if t is None else t(img)
-
 
 class ArrayPipeline(_Decoded):
     """``output="numpy"`` or ``"tensor"``: ``read_decode``'s pixels."""
@@ -227,21 +226,6 @@ class ArrayPipeline(_Decoded):
 
     def read_many(self, reader: _core.Reader, recs: List[int], threads: int) -> Sequence[Any]:
         return reader.read_decode_batch(recs, threads)
-
-    def load_one(self, reader: _core.Reader, rec: int) -> Any:
-        # _ReadThenConvert.load_one with output="numpy"'s common case (the
-        # pixels decoded natively) inlined: no further Python calls.
-        try:
-            arr, raw = reader.read_decode(rec)
-        except _core.CorruptPackError as e:
-            return Failed(e)
-        if arr is None or self.output != "numpy":
-            try:
-                arr = self.to_output(arr, raw, reader, rec)
-            except Exception as e:
-                return Failed(e)
-        t = self.transform
-        return arr if t is None else t(arr)
 
 
 def _tv_image_class() -> Any:
