@@ -54,7 +54,7 @@ py::dict BuildSummaryToDict(const BuildSummary& summary, uint32_t part,
 
 py::dict Build(
     const py::bytes& src, const py::bytes& dst, int threads,
-    const std::string& compress, int level,
+    const std::string& compress, int level, const std::string& layout,
     const std::optional<std::vector<std::string>>& extensions, bool all_files,
     bool flat, bool allow_empty, bool skip_unreadable,
     const std::function<void(uint64_t, uint64_t, uint64_t, uint64_t)>& progress,
@@ -70,6 +70,7 @@ py::dict Build(
     Raise(Status::InvalidArgument("compress must be 'none' or 'zstd', not '" +
                                   compress + "'"));
   }
+  Check(ParseDataLayout(layout, &o.layout));
   if (extensions) o.scan.extensions = *extensions;
   o.scan.all_files = all_files;
   o.scan.flat = flat;
@@ -133,8 +134,13 @@ py::dict Merge(const std::vector<py::bytes>& parts_in, const py::bytes& out) {
 
 py::dict Append(const py::bytes& pack, const py::bytes& dir, bool relabel,
                 int threads, bool skip_unreadable,
-                std::optional<std::vector<py::bytes>> files) {
+                std::optional<std::vector<py::bytes>> files,
+                const std::optional<std::string>& layout) {
   AppendOptions o;
+  if (layout) {
+    o.layout.emplace();
+    Check(ParseDataLayout(*layout, &*o.layout));
+  }
   o.relabel = relabel;
   if (files) {
     o.files.emplace();
@@ -185,14 +191,15 @@ py::dict Append(const py::bytes& pack, const py::bytes& dir, bool relabel,
 void AddPacker(py::module_& m) {
   m.def("build", &Build, py::arg("src"), py::arg("dst"),
         py::arg("threads") = 32, py::arg("compress") = "none",
-        py::arg("level") = 3, py::arg("extensions") = py::none(),
-        py::arg("all_files") = false, py::arg("flat") = false,
-        py::arg("allow_empty") = false, py::arg("skip_unreadable") = false,
-        py::arg("progress") = nullptr, py::arg("part") = 0,
-        py::arg("parts") = 1);
+        py::arg("level") = 3, py::arg("layout") = "sorted",
+        py::arg("extensions") = py::none(), py::arg("all_files") = false,
+        py::arg("flat") = false, py::arg("allow_empty") = false,
+        py::arg("skip_unreadable") = false, py::arg("progress") = nullptr,
+        py::arg("part") = 0, py::arg("parts") = 1);
   m.def("append", &Append, py::arg("pack"), py::arg("dir"),
         py::arg("relabel") = false, py::arg("threads") = 32,
         py::arg("skip_unreadable") = false, py::arg("files") = py::none(),
+        py::arg("layout") = py::none(),
         "AppendPack: add the files of `dir` that `pack` lacks (or the listed "
         "`files`, relative to `dir`).");
   m.def("merge", &Merge, py::arg("parts"), py::arg("out"),

@@ -64,6 +64,8 @@ Options:
       --null                <list> is NUL-separated (find -print0)
   -j, --threads <n>         files read concurrently (default 32)
       --compress <codec>    none (default) or zstd[:level], for the new part
+      --layout <layout>     sorted or shuffled[:SEED], for the new part
+                            (default: the pack's layout; see build --help)
       --skip-unreadable     skip (and report) files that cannot be read
   -q, --quiet               no progress and no summary
       --no-progress         no progress display
@@ -113,7 +115,7 @@ bool ReadFileList(const std::string& path, bool null_separated,
 
 int CmdAppend(const Argv& argv) {
   CommandLine cl("append");
-  std::string pack, dir, threads_text, compress = "none";
+  std::string pack, dir, threads_text, compress = "none", layout;
   std::string files_from;
   bool relabel = false, skip = false, quiet = false, no_progress = false,
        json = false, null_separated = false;
@@ -123,6 +125,7 @@ int CmdAppend(const Argv& argv) {
   cl.app().add_flag("--null", null_separated);
   CLI::Option* threads_opt = cl.app().add_option("-j,--threads", threads_text);
   cl.app().add_option("--compress", compress);
+  CLI::Option* layout_opt = cl.app().add_option("--layout", layout);
   cl.app().add_flag("--relabel", relabel);
   cl.app().add_flag("--skip-unreadable", skip);
   cl.app().add_flag("-q,--quiet", quiet);
@@ -140,6 +143,12 @@ int CmdAppend(const Argv& argv) {
   if (int rc = CompressOption("append", compress, &options.build.writer);
       rc != kExitOk) {
     return rc;
+  }
+  if (layout_opt->count() > 0) {
+    options.layout.emplace();
+    if (Status s = ParseDataLayout(layout, &*options.layout); !s.ok()) {
+      return Usage("append", "--layout: " + std::string(s.message()));
+    }
   }
   options.build.skip_unreadable = skip;
   options.relabel = relabel;

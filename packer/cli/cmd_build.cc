@@ -68,6 +68,15 @@ Options:
       --compress <codec>    none (default) or zstd[:level] (level 1-19, default
                             3); a record is stored compressed only when that
                             makes it smaller (JPEGs rarely, PNG/PPM/BMP/text do)
+      --layout <layout>     order of the records in data.ufs: sorted
+                            (default: ImageFolder order) or shuffled[:SEED]
+                            (SEED default 0): runs of about 65,536 records
+                            written in a seeded permutation, so that every
+                            byte range of data.ufs mixes many classes and
+                            ufspack.BlockSampler's blocks shuffle well.  The
+                            index, the samples and their order are the same
+                            either way; the same tree and SEED give the same
+                            pack
       --extensions <list>   comma-separated suffixes to pack instead of the
                             image defaults, e.g. .jpg,.png (case-insensitive)
       --all-files           pack every file, whatever its name
@@ -296,7 +305,8 @@ int ParsePart(const std::string& text, BuildOptions* options) {
 int ParseBuildArgs(const Argv& argv, BuildArgs* a) {
   CommandLine cl("build");
   CLI::App& app = cl.app();
-  std::string threads_text, compress = "none", part_size_text, part_text;
+  std::string threads_text, compress = "none", part_size_text, part_text,
+                            layout = "sorted";
   std::vector<std::string> extension_lists;
   bool all_files = false, flat = false, allow_empty = false,
        skip_unreadable = false;
@@ -306,6 +316,7 @@ int ParseBuildArgs(const Argv& argv, BuildArgs* a) {
   CLI::Option* staging_opt = app.add_option("--staging", a->staging_parent);
   CLI::Option* part_size_opt = app.add_option("--part-size", part_size_text);
   app.add_option("--compress", compress);
+  app.add_option("--layout", layout);
   CLI::Option* part_opt = app.add_option("--part", part_text);
   CLI::Option* extensions_opt =
       app.add_option("--extensions", extension_lists)
@@ -346,6 +357,9 @@ int ParseBuildArgs(const Argv& argv, BuildArgs* a) {
   if (int rc = CompressOption("build", compress, &options.writer);
       rc != kExitOk) {
     return rc;
+  }
+  if (Status s = ParseDataLayout(layout, &options.layout); !s.ok()) {
+    return Usage("build", "--layout: " + std::string(s.message()));
   }
   if (extensions_opt->count() > 0) {
     if (int rc = ParseExtensions(extension_lists, &options.scan);

@@ -89,6 +89,12 @@ int CmdInfo(const Argv& argv) {
     if (reader->GetMetadata(kMetaSourceRoot, &source_root).ok()) {
       j += ",\"source_root\":" + JsonString(source_root);
     }
+    std::string_view layout;
+    if (reader->GetMetadata(kMetaLayout, &layout).ok()) {
+      j += ",\"layout\":" + JsonString(layout);
+    } else {
+      j += ",\"layout\":null";
+    }
     j += ",\"flat\":" + std::string(info.flat ? "true" : "false");
     j += ",\"parts\":" + std::to_string(info.part_count);
     j += ",\"records\":" + std::to_string(info.record_count);
@@ -121,6 +127,14 @@ int CmdInfo(const Argv& argv) {
   std::string_view source_root;
   if (reader->GetMetadata(kMetaSourceRoot, &source_root).ok()) {
     std::printf("built from:    %s\n", Printable(source_root).c_str());
+  }
+  std::string_view layout;
+  if (reader->GetMetadata(kMetaLayout, &layout).ok()) {
+    std::printf("layout:        %s\n", Printable(layout).c_str());
+  } else {
+    std::printf(
+        "layout:        not recorded (built before layouts existed, or "
+        "merged parts differ): read as sorted\n");
   }
   std::printf("records:       %s\n", FormatCount(info.record_count).c_str());
   std::printf("classes:       %s\n", FormatCount(info.class_count).c_str());

@@ -694,6 +694,13 @@ Status Appender::PackNewPart(bool* packed) {
     return Status::FromErrno(failed, e);
   }
   BuildOptions bo = options_.build;
+  bo.layout = DataLayout();
+  if (options_.layout) {
+    bo.layout = *options_.layout;
+  } else if (std::string_view l; base_->GetMetadata(kMetaLayout, &l).ok()) {
+    // A layout this build cannot parse (a later version's) gives sorted.
+    if (!ParseDataLayout(l, &bo.layout).ok()) bo.layout = DataLayout();
+  }
   bo.scan = so_;
   bo.writer.flat = flat_;
   bo.part = 0;

@@ -116,6 +116,8 @@ Status DescribeSource(const std::string& root,
   // Where the files came from, so readers can give the original paths
   // (MyImageFolder.samples).  As given, without trailing slashes.
   UFSPACK_RETURN_IF_ERROR(writer->SetMetadata(kMetaSourceRoot, root));
+  UFSPACK_RETURN_IF_ERROR(
+      writer->SetMetadata(kMetaLayout, DataLayoutName(options.layout)));
   // Which files were selected: "*" (all) or the extension list.  Readers
   // that filter like ImageFolder use it to know whether they must.
   std::string selection = "*";
@@ -190,9 +192,26 @@ Status AddSlot(const ScanEntry& entry, const std::string& path, Slot* slot,
 // fails is skipped with a warning under skip_unreadable; any other error
 // stops the build.
 Status AddRecords(const std::string& root,
-                  const std::vector<ScanEntry>& entries,
+                  const std::vector<ScanEntry>& entries, uint64_t run,
                   const BuildOptions& options, PackWriter* writer,
                   ProgressReporter* reporter, BuildSummary* summary) {
+  // The shuffled layout reads and writes the run in its data order; the
+  // writer enters the index entries in record order at EndRun().
+  internal::PackWriterImpl* impl = internal::PackWriterImpl::Of(writer);
+  std::vector<uint32_t> order;
+  if (options.layout.shuffled) {
+    if (entries.size() > UINT32_MAX) {
+      return Status::InvalidArgument(
+          "a run of " + std::to_string(entries.size()) +
+          " records is too large for the shuffled layout (at most 2^32 - 1)");
+    }
+    order = ShuffledRunOrder(static_cast<uint32_t>(entries.size()),
+                             options.layout.seed, run);
+    UFSPACK_RETURN_IF_ERROR(impl->BeginRun());
+  }
+  auto entry_at = [&](size_t n) -> size_t {
+    return order.empty() ? n : order[n];
+  };
   internal::ReadAhead::Options ra;
   ra.count = entries.size();
   ra.threads = options.threads;
@@ -200,7 +219,9 @@ Status AddRecords(const std::string& root,
   ra.budget = kInFlightBudget;
   ra.stop_on_error = !options.skip_unreadable;
   ra.cancel = options.cancel;
-  auto path_of = [&](size_t k) { return root + "/" + entries[k].name; };
+  auto path_of = [&](size_t k) {
+    return root + "/" + entries[entry_at(k)].name;
+  };
   std::vector<Slot> slots(internal::ReadAhead::SlotsFor(ra));
   internal::ReadAhead ahead(
       ra, [&](size_t k, const internal::ReadAhead::Reserve& reserve) {
@@ -222,7 +243,9 @@ Status AddRecords(const std::string& root,
     slots[k % slots.size()] = Slot();
     Status s = item;
     if (s.ok()) {
-      s = AddSlot(entries[k], path_of(k), &slot, writer, &progress, summary);
+      if (!order.empty()) impl->SetRunPosition(entry_at(k));
+      s = AddSlot(entries[entry_at(k)], path_of(k), &slot, writer, &progress,
+                  summary);
     }
     if (!s.ok()) {
       if (!writer->status().ok() || !options.skip_unreadable) {
@@ -245,6 +268,7 @@ Status AddRecords(const std::string& root,
   for (Slot& slot : slots) {
     if (slot.stream_fd >= 0) ::close(slot.stream_fd);
   }
+  if (result.ok() && !order.empty()) result = impl->EndRun();
   return result;
 }
 
@@ -370,6 +394,7 @@ class Builder {
   bool named_ = false;
   std::vector<std::string> empty_;  // empty classes found
   bool started_ = false;            // records are being packed
+  uint64_t runs_ = 0;               // AddRecords runs so far
 };
 
 Status Builder::Prepare(const std::string& out_dir) {
@@ -530,8 +555,8 @@ Status Builder::PackAsListed() {
           internal::DescribeSource(root_, names_, options_, writer_.get()));
       reporter_.Start();
     }
-    UFSPACK_RETURN_IF_ERROR(AddRecords(root_, chunk, options_, writer_.get(),
-                                       &reporter_, summary_));
+    UFSPACK_RETURN_IF_ERROR(AddRecords(root_, chunk, runs_++, options_,
+                                       writer_.get(), &reporter_, summary_));
   }
   return Status::OK();
 }
@@ -596,8 +621,8 @@ Status PackRecords(const ScanResult& scan, const BuildOptions& options,
   reporter.progress()->classes_scanned = scan.classes.size();
   reporter.progress()->classes_total = scan.classes.size();
   reporter.Start();
-  Status s =
-      AddRecords(scan.root, scan.entries, options, writer, &reporter, summary);
+  Status s = AddRecords(scan.root, scan.entries, 0, options, writer, &reporter,
+                        summary);
   return FinishPack(s, options, writer, &reporter, scan.classes.size(),
                     summary);
 }

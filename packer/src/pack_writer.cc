@@ -220,7 +220,7 @@ Status PackWriterImpl::CheckLabel(uint32_t label, std::string_view name) {
         std::string(name) + ": label " + std::to_string(label) + " but only " +
         std::to_string(classes_.size()) + " classes declared"));
   }
-  if (record_count_ > 0 && label < last_label_) {
+  if (!in_run_ && record_count_ > 0 && label < last_label_) {
     return Fail(Status::InvalidArgument(
         std::string(name) + ": label " + std::to_string(label) +
         " after label " + std::to_string(last_label_) +
@@ -237,23 +237,73 @@ Status PackWriterImpl::AppendEntry(std::string_view name, uint32_t label,
   e.stored_length = stored;
   e.original_length = original;
   e.checksum = checksum;
-  e.name_offset = names_file_->size();
   e.name_length = static_cast<uint32_t>(name.size());
   e.label = label;
+  e.codec = codec;
+  if (in_run_) {
+    held_.push_back({run_position_, e, std::string(name)});
+    ++record_count_;
+    return Status::OK();
+  }
+  ++record_count_;
+  return EnterRecord(name, e);
+}
+
+Status PackWriterImpl::EnterRecord(std::string_view name,
+                                   const RecordEntry& entry) {
+  RecordEntry e = entry;
+  e.name_offset = names_file_->size();
   const uint64_t hash = NameHash(name);
   e.name_hash = NameHashTag(hash);
-  e.codec = codec;
-  std::string entry;
-  e.EncodeTo(&entry);
+  std::string encoded;
+  e.EncodeTo(&encoded);
   char h[8];
   EncodeFixed64(h, hash);
   UFSPACK_RETURN_IF_ERROR(Spill(names_file_.get(), name.data(), name.size()));
   UFSPACK_RETURN_IF_ERROR(
-      Spill(records_file_.get(), entry.data(), entry.size()));
+      Spill(records_file_.get(), encoded.data(), encoded.size()));
   UFSPACK_RETURN_IF_ERROR(Spill(hashes_file_.get(), h, sizeof(h)));
-  ++record_count_;
-  last_label_ = label;
-  if (!options_.flat) classes_[label].record_count++;
+  last_label_ = e.label;
+  if (!options_.flat) classes_[e.label].record_count++;
+  return Status::OK();
+}
+
+Status PackWriterImpl::BeginRun() {
+  UFSPACK_RETURN_IF_ERROR(status_);
+  if (in_run_) return Fail(Status::InvalidArgument("BeginRun() in a run"));
+  in_run_ = true;
+  held_.clear();
+  return Status::OK();
+}
+
+Status PackWriterImpl::EndRun() {
+  UFSPACK_RETURN_IF_ERROR(status_);
+  if (!in_run_) return Fail(Status::InvalidArgument("EndRun() outside a run"));
+  in_run_ = false;
+  std::sort(held_.begin(), held_.end(),
+            [](const HeldRecord& a, const HeldRecord& b) {
+              return a.position < b.position;
+            });
+  for (size_t k = 0; k < held_.size(); ++k) {
+    const HeldRecord& h = held_[k];
+    if (k > 0 && h.position == held_[k - 1].position) {
+      return Fail(Status::InvalidArgument(
+          h.name + ": run position " + std::to_string(h.position) +
+          " given twice (also to " + held_[k - 1].name + ")"));
+    }
+    // The labels' order is checked here, in index order, as Add*() checks
+    // it outside a run.
+    if (!options_.flat && h.entry.label < last_label_ &&
+        record_count_ - held_.size() + k > 0) {
+      return Fail(Status::InvalidArgument(
+          h.name + ": label " + std::to_string(h.entry.label) +
+          " after label " + std::to_string(last_label_) +
+          " (records must be added class by class)"));
+    }
+    UFSPACK_RETURN_IF_ERROR(EnterRecord(h.name, h.entry));
+  }
+  held_.clear();
+  held_.shrink_to_fit();
   return Status::OK();
 }
 
@@ -339,6 +389,7 @@ Status PackWriterImpl::SetMetadata(std::string_view key,
 Status PackWriterImpl::Finish(PackId* pack_id) {
   UFSPACK_RETURN_IF_ERROR(status_);
   if (finished_) return Status::InvalidArgument("Finish() called twice");
+  if (in_run_) return Fail(Status::InvalidArgument("Finish() in a run"));
   UFSPACK_RETURN_IF_ERROR(FlushData());
   IndexHeader header;
   std::string classes, meta;

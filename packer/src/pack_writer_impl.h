@@ -66,6 +66,19 @@ class UFSPACK_EXPORT PackWriterImpl {
   Status AddFromFd(std::string_view name, uint32_t label, int fd, uint64_t size,
                    const std::string& path);
   Status SetMetadata(std::string_view key, std::string_view value);
+
+  // A run of records whose data order differs from their index order (the
+  // shuffled layout, docs/format.md "Data file"): between BeginRun() and
+  // EndRun(), each Add*() appends its bytes to data.ufs at once but holds
+  // its index entry, keyed by the position SetRunPosition() gave it last;
+  // EndRun() enters the held entries in position order.  Labels need only
+  // be non-decreasing in position order (checked by EndRun()).  Positions
+  // must be distinct; a record that failed (a skipped source) is simply
+  // absent.  Memory: about 80 bytes plus the name per held record.
+  Status BeginRun();
+  void SetRunPosition(uint64_t position) { run_position_ = position; }
+  Status EndRun();
+
   Status Finish(PackId* pack_id);
   void Abandon();
   const Status& status() const { return status_; }
@@ -78,8 +91,12 @@ class UFSPACK_EXPORT PackWriterImpl {
   Status CheckLabel(uint32_t label, std::string_view name);
   // CheckLabel plus the format's record count and name length limits.
   Status CheckRecord(uint32_t label, std::string_view name);
+  // Enters the record whose stored bytes end at data_offset_ (held when a
+  // run is open).
   Status AppendEntry(std::string_view name, uint32_t label, Codec codec,
                      uint64_t stored, uint64_t original, uint64_t checksum);
+  // Enters a record in the index, after every record entered so far.
+  Status EnterRecord(std::string_view name, const RecordEntry& entry);
   Status WriteData(const char* p, size_t n);
   Status FlushData();
   Status Spill(SpillFile* file, const void* p, size_t n);
@@ -108,8 +125,17 @@ class UFSPACK_EXPORT PackWriterImpl {
   // added) and each record's NameHash, for the lookup table.
   std::unique_ptr<SpillFile> records_file_, names_file_, hashes_file_,
       lookup_file_;
-  uint64_t record_count_ = 0;
+  uint64_t record_count_ = 0;  // entered, and held by an open run
   uint32_t last_label_ = 0;
+  // The open run's held entries (name_offset unset), with their names.
+  struct HeldRecord {
+    uint64_t position;
+    RecordEntry entry;
+    std::string name;
+  };
+  bool in_run_ = false;
+  uint64_t run_position_ = 0;
+  std::vector<HeldRecord> held_;
   std::vector<ClassEntry> classes_;
   std::map<std::string, std::string> metadata_;
   Status status_;

@@ -105,6 +105,7 @@ def build(
     threads: int = 32,
     compress: str = "none",
     level: int = 3,
+    layout: str = "sorted",
     extensions: Optional[List[str]] = None,
     all_files: bool = False,
     flat: bool = False,
@@ -122,6 +123,7 @@ def append(
     threads: int = 32,
     skip_unreadable: bool = False,
     files: Optional[List[bytes]] = None,
+    layout: Optional[str] = None,
 ) -> dict: ...
 def upload_pack(local: bytes, url: str, progress: Optional[Callable[[int, int], None]] = None) -> None: ...
 def remote_stats() -> Dict[str, int]: ...

@@ -57,6 +57,7 @@ def build(
     *,
     threads: int = 32,
     compress: Optional[str] = None,
+    layout: str = "sorted",
     extensions: Optional[Iterable[str]] = None,
     all_files: bool = False,
     flat: bool = False,
@@ -79,7 +80,10 @@ def build(
     The same as ``ufspack build src -o dst``: ImageFolder classes, order and
     labels; ``threads`` files read concurrently; ``compress="zstd"`` or
     ``"zstd:<level>"`` stores records compressed when that saves space;
-    ``extensions`` replaces the image suffixes; ``all_files``, ``flat``,
+    ``layout="shuffled"`` or ``"shuffled:<seed>"`` writes data.ufs in a
+    seeded permutation (``--layout``; the samples and their order are the
+    same, and every byte range then mixes classes, which ``BlockSampler``
+    needs); ``extensions`` replaces the image suffixes; ``all_files``, ``flat``,
     ``allow_empty`` and ``skip_unreadable`` as the CLI options.  The pack is
     published atomically: on error or Ctrl-C ``dst`` is left as it was.
 
@@ -120,8 +124,8 @@ def build(
         raise ValueError("executor needs parts > 1 and no part (it builds every part)")
     if parts > 1 and part is None:
         return _build_in_parts(src, dst, parts, executor, progress=progress, threads=threads,
-                               compress=compress, extensions=extensions, all_files=all_files,
-                               flat=flat, allow_empty=allow_empty,
+                               compress=compress, layout=layout, extensions=extensions,
+                               all_files=all_files, flat=flat, allow_empty=allow_empty,
                                skip_unreadable=skip_unreadable)  # type: ignore[return-value]
     mode, level = "none", 3
     if compress:
@@ -155,7 +159,8 @@ def build(
         if parts > 1:
             raise ValueError(f"{dst_text.split('?')[0]}: parts are built locally (build them, "
                              "merge, then upload the directory)")
-        return _build_remote(src, dst_text, threads=threads, compress=compress, extensions=extensions,
+        return _build_remote(src, dst_text, threads=threads, compress=compress, layout=layout,
+                             extensions=extensions,
                              all_files=all_files, flat=flat, allow_empty=allow_empty,
                              skip_unreadable=skip_unreadable, progress=progress, staging=staging)
     try:
@@ -165,6 +170,7 @@ def build(
             threads=threads,
             compress=mode,
             level=level,
+            layout=layout,
             extensions=list(extensions) if extensions is not None else None,
             all_files=all_files,
             flat=flat,
@@ -231,7 +237,8 @@ class AppendSummary(TypedDict):
 
 def append(pack: PathLike, src: PathLike, *, relabel: bool = False, threads: int = 32,
            skip_unreadable: bool = False,
-           files: Optional[Iterable[PathLike]] = None) -> AppendSummary:
+           files: Optional[Iterable[PathLike]] = None,
+           layout: Optional[str] = None) -> AppendSummary:
     """Adds the files of the ImageFolder tree ``src`` that ``pack`` lacks
     (``ufspack append``; docs/scale.md).
 
@@ -253,10 +260,13 @@ def append(pack: PathLike, src: PathLike, *, relabel: bool = False, threads: int
     its selection skipped with a warning, a name with ``..`` or empty parts
     raises ValueError; the pack's records must be in ImageFolder's order
     (checked for each class that gets a file).
+
+    ``layout``: the new part's data order (``"sorted"``, ``"shuffled[:seed]"``);
+    None keeps the pack's own.
     """
     listed = None if files is None else [_fsencode(f) for f in files]
     summary = _core.append(_fsencode(pack), _fsencode(src), relabel=relabel, threads=threads,
-                           skip_unreadable=skip_unreadable, files=listed)
+                           skip_unreadable=skip_unreadable, files=listed, layout=layout)
     summary["manifest"] = os.fsdecode(summary["manifest"])
     summary["part"] = os.fsdecode(summary["part"])
     summary["warnings"] = [os.fsdecode(w) for w in summary["warnings"]]

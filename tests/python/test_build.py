@@ -50,3 +50,28 @@ def test_progress_exception_cancels_and_keeps_previous_pack(small_tree, tmp_path
         ufspack.build(small_tree, out, progress=boom, compress="zstd")
     assert open(os.path.join(out, "index.ufs"), "rb").read() == before
     assert sorted(os.listdir(out)) == ["data.ufs", "index.ufs"]
+
+
+def test_shuffled_layout_is_the_same_dataset(small_tree, tmp_path):
+    torchvision = pytest.importorskip("torchvision")
+    out = str(tmp_path / "shuffled")
+    ufspack.build(small_tree, out, layout="shuffled:5", progress=False)
+    ref = torchvision.datasets.ImageFolder(small_tree)
+    ds = ufspack.MyImageFolder(out)
+    assert ds.classes == ref.classes and ds.targets == ref.targets
+    assert [os.path.relpath(p, small_tree) for p, _ in ds.samples] == \
+        [os.path.relpath(p, small_tree) for p, _ in ref.samples]
+    for i in range(len(ref)):
+        assert ds[i][0].tobytes() == ref[i][0].tobytes()
+    r = ufspack._core.Reader(os.fsencode(out))
+    offsets = [r.record(i)["offset"] for i in range(len(r))]
+    assert offsets != sorted(offsets)
+    assert r.metadata(b"layout") == b"shuffled:5"
+    with pytest.raises(ValueError, match="layout 'random'"):
+        ufspack.build(small_tree, str(tmp_path / "bad"), layout="random", progress=False)
+    # Parts carry it to the merged pack.
+    merged = ufspack.build(small_tree, str(tmp_path / "parts"), parts=2, layout="shuffled:5",
+                           progress=False)
+    assert merged["records"] == 24
+    assert ufspack._core.Reader(os.fsencode(str(tmp_path / "parts"))).metadata(b"layout") == \
+        b"shuffled:5"

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "ufspack/export.h"
+#include "ufspack/layout.h"
 #include "ufspack/scan.h"
 #include "ufspack/status.h"
 #include "ufspack/types.h"
@@ -137,6 +138,9 @@ struct BuildProgress {
 struct BuildOptions {
   ScanOptions scan;
   PackWriterOptions writer;
+  // The order of the records in data.ufs (ufspack/layout.h); recorded as
+  // metadata kMetaLayout.  The index is in ImageFolder order either way.
+  DataLayout layout;
   // Source files read concurrently.  Large by default: on network storage
   // every open and read is a round trip, so many must be in flight.
   int threads = 32;

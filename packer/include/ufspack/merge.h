@@ -85,7 +85,11 @@ UFSPACK_EXPORT Status MergePacks(const std::vector<std::string>& parts,
 struct AppendOptions {
   // How the new files are read (threads, compression, skip_unreadable,
   // progress, cancel); the file selection (flat, extensions) is the pack's.
+  // BuildOptions::layout is not used: the new part's data order is
+  // `layout` when set, else the pack's own (metadata kMetaLayout; sorted
+  // when absent, or when the parts differ).
   BuildOptions build;
+  std::optional<DataLayout> layout;
   bool relabel = false;
   // When set, exactly these files are the candidates (`--files-from`) and
   // `dir` is not scanned.  Each is relative to `dir`, '/'-separated (a

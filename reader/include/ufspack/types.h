@@ -32,6 +32,10 @@ inline constexpr char kMetaSourceRoot[] = "source_root";
 // The files selected: "*" for all, else the comma-separated extensions
 // (lower case, with a leading '.') a file name had to end with.
 inline constexpr char kMetaExtensions[] = "extensions";
+// The order of the records in data.ufs: "sorted" (record-index order) or
+// "shuffled:SEED" (runs of records in a seeded permutation; ufspack/
+// layout.h).  Absent in packs built before layouts existed: sorted.
+inline constexpr char kMetaLayout[] = "layout";
 
 // Label of every record in a flat pack (a pack with no classes).
 inline constexpr uint32_t kNoLabel = 0xFFFFFFFFu;
