@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "block_bindings.h"
 #include "buffers.h"
 #include "errors.h"
 #include "module_parts.h"
@@ -70,12 +71,17 @@ std::vector<std::shared_ptr<PreparedSample>> PreparedToPython(
 class PyReader {
  public:
   // `cache`: the node-local cache to read through (None: none).
+  // `block_bytes` > 0: block reads (ReaderOptions::block_bytes), keeping
+  // up to `block_cache_bytes` of blocks.
   PyReader(const py::bytes& path, bool verify_checksums,
-           std::shared_ptr<Cache> cache) {
+           std::shared_ptr<Cache> cache, uint64_t block_bytes,
+           uint64_t block_cache_bytes) {
     const std::string p = path;
     ReaderOptions o;
     o.verify_checksums = verify_checksums;
     o.cache = std::move(cache);
+    o.block_bytes = block_bytes;
+    if (block_cache_bytes > 0) o.block_cache_bytes = block_cache_bytes;
     std::unique_ptr<Reader> r;
     Status s;
     {
@@ -372,9 +378,25 @@ py::tuple ReadDecodePil(const PyReader& self, uint64_t i,
 
 void AddReader(py::module_& m) {
   py::class_<PyReader>(m, "Reader")
-      .def(py::init<const py::bytes&, bool, std::shared_ptr<Cache>>(),
+      .def(py::init<const py::bytes&, bool, std::shared_ptr<Cache>, uint64_t,
+                    uint64_t>(),
            py::arg("path"), py::arg("verify_checksums") = true,
-           py::arg("cache") = py::none())
+           py::arg("cache") = py::none(), py::arg("block_bytes") = 0,
+           py::arg("block_cache_bytes") = 0)
+      .def(
+          "block_members",
+          [](const PyReader& r, uint64_t block_bytes) {
+            return BlockMembers(r.reader(), block_bytes);
+          },
+          py::arg("block_bytes"))
+      .def(
+          "prefetch_blocks",
+          [](const PyReader& r, const py::array_t<int64_t>& indices) {
+            PrefetchBlocks(r.reader(), indices);
+          },
+          py::arg("indices"))
+      .def("block_stats",
+           [](const PyReader& r) { return BlockStats(r.reader()); })
       .def_property_readonly("offline", &PyReader::offline)
       .def("__len__", &PyReader::size)
       .def("name", &PyReader::Name, py::arg("i"))

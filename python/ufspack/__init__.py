@@ -14,6 +14,7 @@ See docs/python.md.
 """
 
 from ufspack._core import CorruptPackError, __version__
+from ufspack.block_sampler import BlockSampler
 from ufspack.builder import AppendSummary, BuildSummary, MergeSummary, append, build, merge
 from ufspack.cache import Cache, CacheTierStats
 from ufspack.dataset import IMG_EXTENSIONS, BadSampleWarning, ImageFolder, MyImageFolder, skip_none_collate
@@ -21,6 +22,7 @@ from ufspack.pack import Pack, PackInfo, RecordInfo
 
 __all__ = [
     "BadSampleWarning",
+    "BlockSampler",
     "AppendSummary",
     "BuildSummary",
     "MergeSummary",

@@ -501,14 +501,34 @@ class ImageFolder(_Base):
         self._policy = _on_error.select(self, _pipeline.select(self))
 
     def __getitem__(self, index: int) -> Optional[Tuple[Any, Any]]:
-        return self._policy.item(_check_index(index, self._n))
+        index = _check_index(index, self._n)
+        blocks = self._pack._handle.blocks
+        if blocks is not None:
+            blocks.before((index,), self._pack._handle.get(), self._indices)
+        return self._policy.item(index)
 
     def __getitems__(self, indices: Sequence) -> List[Tuple[Any, Any]]:
         """Fetches a batch: reads and decodes all records on
         ``decode_threads`` threads with one GIL release, then applies the
         transforms.  Used by DataLoader versions that support it."""
         n = self._n
-        return self._policy.items([_check_index(i, n) for i in indices])
+        checked = [_check_index(i, n) for i in indices]
+        blocks = self._pack._handle.blocks
+        if blocks is not None:
+            blocks.before(checked, self._pack._handle.get(), self._indices)
+        return self._policy.items(checked)
+
+    # --- block reads (BlockSampler) -------------------------------------------
+
+    def _attach_block_reads(self, blocks: Any) -> tuple:
+        """Makes every read go block by block (ufspack.BlockSampler);
+        returns (pack id, layout)."""
+        self._pack._handle.use_blocks(blocks)
+        v = self._pack._handle.get().metadata(b"layout")
+        return self._pack_id, "" if v is None else os.fsdecode(v)
+
+    def _block_plan_inputs(self) -> tuple:
+        return self._pack._handle.get(), self._indices
 
     def _count_one_bad(self) -> None:
         """Counts a bad sample in this process's slot of ``bad_samples``."""

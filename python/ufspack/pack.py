@@ -55,15 +55,23 @@ class _Handle:
     cache it reads through (``cache`` holds only its parameters).
     """
 
-    __slots__ = ("path", "verify", "cache", "closed", "_reader", "_pid")
+    __slots__ = ("path", "verify", "cache", "closed", "blocks", "_reader", "_pid")
 
     def __init__(self, path: bytes, verify: bool, cache: Optional[Cache] = None) -> None:
         self.path = path
         self.verify = verify
         self.cache = cache
         self.closed = False
+        # Block reads (a BlockSampler's BlockReads), or None.
+        self.blocks: Optional[Any] = None
         self._reader: Optional[_core.Reader] = None
         self._pid = -1
+
+    def use_blocks(self, blocks: Any) -> None:
+        """Reads block by block from now on (``blocks``: a
+        :class:`ufspack.block_reads.BlockReads`): the reader is reopened."""
+        self.blocks = blocks
+        self._reader = None
 
     def get(self) -> _core.Reader:
         if self.closed:
@@ -71,7 +79,10 @@ class _Handle:
         pid = os.getpid()
         if self._reader is None or self._pid != pid:
             native = None if self.cache is None else self.cache._native_or_none()
-            self._reader = _core.Reader(self.path, self.verify, native)
+            b = self.blocks
+            self._reader = _core.Reader(self.path, self.verify, native,
+                                        block_bytes=0 if b is None else b.cfg.block_bytes,
+                                        block_cache_bytes=0 if b is None else b.cache_bytes)
             self._pid = pid
         return self._reader
 
@@ -82,13 +93,15 @@ class _Handle:
         self.closed = True
 
     def __getstate__(self) -> dict:
-        return {"path": self.path, "verify": self.verify, "cache": self.cache, "closed": self.closed}
+        return {"path": self.path, "verify": self.verify, "cache": self.cache, "closed": self.closed,
+                "blocks": self.blocks}
 
     def __setstate__(self, state: dict) -> None:
         self.path = state["path"]
         self.verify = state["verify"]
         self.cache = state.get("cache")
         self.closed = state.get("closed", False)
+        self.blocks = state.get("blocks")
         self._reader = None
         self._pid = -1
 
@@ -212,7 +225,23 @@ class Pack(Sequence):
 
     def read(self, key: Union[int, str, bytes]) -> bytes:
         """Original bytes of a record, by index or by name (one pread)."""
-        return self._handle.get().read(self.index_of(key))
+        i = self.index_of(key)
+        reader = self._handle.get()
+        if self._handle.blocks is not None:
+            self._handle.blocks.before((i,), reader, None)
+        return reader.read(i)
+
+    # --- block reads (BlockSampler) -------------------------------------------
+
+    def _attach_block_reads(self, blocks: Any) -> tuple:
+        """Makes every read go block by block (ufspack.BlockSampler);
+        returns (pack id, layout)."""
+        self._handle.use_blocks(blocks)
+        v = self._handle.get().metadata(b"layout")
+        return self.info["pack_id"], "" if v is None else os.fsdecode(v)
+
+    def _block_plan_inputs(self) -> tuple:
+        return self._handle.get(), None
 
     def read_many(self, keys: Sequence, threads: int = 4) -> List[bytes]:
         """Original bytes of several records (indices or names), read on up

@@ -214,6 +214,7 @@ Status MergedPack::GetRecord(uint64_t i, Record* record) const {
   UFSPACK_RETURN_IF_ERROR(PartFor(i, &part, &local, &k));
   UFSPACK_RETURN_IF_ERROR(part->GetRecord(local, record));
   record->index = i;
+  record->part = static_cast<uint32_t>(k);
   if (record->label != kNoLabel) {
     record->label = parts_->manifest.GlobalLabel(k, record->label);
   }
@@ -350,6 +351,34 @@ Status MergedPack::CheckIndex() const {
     }
   }
   return Status::OK();
+}
+
+void MergedPack::PrefetchBlocks(const Record* records, size_t count) const {
+  std::vector<std::vector<Record>> local(parts_->manifest.parts.size());
+  for (size_t j = 0; j < count; ++j) {
+    if (records[j].part < local.size())
+      local[records[j].part].push_back(records[j]);
+  }
+  for (size_t k = 0; k < local.size(); ++k) {
+    const SinglePack* part;
+    if (!local[k].empty() && OpenPart(k, &part).ok()) {
+      part->PrefetchBlocks(local[k].data(), local[k].size());
+    }
+  }
+}
+
+BlockReadStats MergedPack::block_stats() const {
+  BlockReadStats sum;
+  for (size_t k = 0; k < parts_->manifest.parts.size(); ++k) {
+    const PartSlot& slot = parts_->slots[k];
+    if (!slot.opened.load(std::memory_order_acquire)) continue;
+    const BlockReadStats s = slot.pack->block_stats();
+    sum.block_fetches += s.block_fetches;
+    sum.bytes_fetched += s.bytes_fetched;
+    sum.reads_from_blocks += s.reads_from_blocks;
+    sum.reads_bypassed += s.reads_bypassed;
+  }
+  return sum;
 }
 
 Status MergedPack::ReadStoredMany(const Record* records, char* const* dsts,

@@ -66,6 +66,9 @@ class MergedPack final : public PackSource {
   Status CheckIndex() const override;
   void ReleaseRecords(uint64_t first, uint64_t count) const override;
   void ReleaseIndex() const override;
+  // Block reads: each part's data file has its own blocks.
+  void PrefetchBlocks(const Record* records, size_t count) const override;
+  BlockReadStats block_stats() const override;
   Status ReadStored(const Record& r, char* dst) const override;
   Status ReadStoredMany(const Record* records, char* const* dsts, size_t count,
                         int threads) const override;

@@ -63,6 +63,10 @@ class PackSource {
   // A hint that entries indices[0, count) are about to be decoded (their
   // cache lines are fetched); changes no result.
   virtual void PrefetchRecords(const uint64_t* indices, size_t count) const {}
+  // Block reads: the background fetch of the blocks holding records[0,
+  // count) (records GetRecord returned), and what block reads did.
+  virtual void PrefetchBlocks(const Record* records, size_t count) const = 0;
+  virtual BlockReadStats block_stats() const = 0;
 
   // Reads the stored bytes of `r` (a record GetRecord returned) into
   // dst[0, r.stored_length): the cache, or one pread, then the checksum.

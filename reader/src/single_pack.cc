@@ -103,7 +103,55 @@ Status SinglePack::Init() {
   info_.optional_flags = header.optional_flags;
   info_.checksum_type = header.checksum_type;
   body_checksum_ = header.body_checksum;
+  if (options_.block_bytes > 0 && !offline_) {
+    BlockFile::Options bo;
+    bo.block_bytes = options_.block_bytes;
+    bo.cache_bytes = options_.block_cache_bytes;
+    bo.prefetch_threads = options_.block_prefetch_threads;
+    auto blocks = std::make_unique<BlockFile>(
+        std::move(data_), info_.data_size, bo,
+        [this](uint64_t block_bytes, std::vector<BlockFile::Extent>* e) {
+          return BlockExtents(block_bytes, e);
+        });
+    blocks_ = blocks.get();
+    data_ = std::move(blocks);
+  }
   return Status::OK();
+}
+
+Status SinglePack::BlockExtents(uint64_t block_bytes,
+                                std::vector<BlockFile::Extent>* extents) const {
+  // Entries that do not decode, or lie outside the data, are left out:
+  // their reads bypass the blocks and fail as they would without them.
+  constexpr uint64_t kReleaseEvery = uint64_t{1} << 20;
+  for (uint64_t i = 0; i < info_.record_count; ++i) {
+    std::string_view in = records_.substr(i * RecordEntry::kEncodedLength,
+                                          RecordEntry::kEncodedLength);
+    RecordEntry e;
+    if (e.DecodeFrom(&in).ok() && e.stored_length > 0 &&
+        e.stored_length < block_bytes &&
+        e.offset >= DataHeader::kEncodedLength && e.offset <= info_.data_size &&
+        e.stored_length <= info_.data_size - e.offset) {
+      BlockFile::Extent& x = (*extents)[e.offset / block_bytes];
+      x.begin = std::min(x.begin, e.offset);
+      x.end = std::max(x.end, e.offset + e.stored_length);
+      x.records++;
+    }
+    if ((i + 1) % kReleaseEvery == 0)
+      ReleaseRecords(i + 1 - kReleaseEvery, kReleaseEvery);
+  }
+  return Status::OK();
+}
+
+void SinglePack::PrefetchBlocks(const Record* records, size_t count) const {
+  if (blocks_ == nullptr || count == 0) return;
+  std::vector<uint64_t> offsets(count);
+  for (size_t k = 0; k < count; ++k) offsets[k] = records[k].offset;
+  blocks_->Prefetch(offsets.data(), count);
+}
+
+BlockReadStats SinglePack::block_stats() const {
+  return blocks_ != nullptr ? blocks_->stats() : BlockReadStats();
 }
 
 Status SinglePack::Corrupt(uint64_t i, std::string_view name,

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "block_file.h"
 #include "pack_source.h"
 #include "ufspack/file.h"
 #include "ufspack/reader.h"
@@ -48,6 +49,8 @@ class SinglePack final : public PackSource {
   void ReleaseRecords(uint64_t first, uint64_t count) const override;
   void ReleaseIndex() const override;
   void PrefetchRecords(const uint64_t* indices, size_t count) const override;
+  void PrefetchBlocks(const Record* records, size_t count) const override;
+  BlockReadStats block_stats() const override;
   Status ReadStored(const Record& r, char* dst) const override;
   Status ReadStoredMany(const Record* records, char* const* dsts, size_t count,
                         int threads) const override;
@@ -73,10 +76,16 @@ class SinglePack final : public PackSource {
   // index.
   Status Probe(std::string_view name, uint64_t hash, uint64_t* index) const;
 
+  // With ReaderOptions::block_bytes, the extents of the blocks of
+  // data.ufs (block_file.h), from the record table.
+  Status BlockExtents(uint64_t block_bytes,
+                      std::vector<BlockFile::Extent>* extents) const;
+
   std::unique_ptr<RandomAccessFile> data_;
-  std::unique_ptr<PackCache> cache_;  // options_.cache's view of this pack
-  std::string_view records_;          // record table bytes
-  std::string_view lookup_;           // lookup slots
+  const BlockFile* blocks_ = nullptr;  // data_ itself, with block reads
+  std::unique_ptr<PackCache> cache_;   // options_.cache's view of this pack
+  std::string_view records_;           // record table bytes
+  std::string_view lookup_;            // lookup slots
 };
 
 }  // namespace internal

@@ -83,6 +83,31 @@ struct ReaderOptions {
   // index, Open() succeeds and only uncached records fail, with an IOError
   // naming the source.  Shared: one cache may serve many readers.
   std::shared_ptr<RecordCache> cache;
+  // Block reads (docs/remote.md, "Block reads"), for readers that visit
+  // records block by block (ufspack.BlockSampler).  When > 0, the records
+  // whose stored bytes start in each aligned block_bytes range of a data
+  // file form a block, fetched whole with one request (one pread, one
+  // ranged GET) when one of them is first read, and kept in memory: reads
+  // of its other records cost no request.  A record of block_bytes or more
+  // is read alone.  Checksums, the cache and errors are as for any read.
+  // The first read costs one pass over the index (the blocks' extents:
+  // 16 bytes per block).  In a random order each read would fetch a whole
+  // block: leave it 0 (the default) then.
+  uint64_t block_bytes = 0;
+  // Blocks kept (least recently used dropped first beyond this many bytes;
+  // the blocks being read are kept in any case), per data file.
+  uint64_t block_cache_bytes = uint64_t{256} << 20;
+  // Threads fetching the blocks PrefetchBlocks() asks for, per data file.
+  int block_prefetch_threads = 4;
+};
+
+// What block reads did (ReaderOptions::block_bytes), summed over the data
+// files.
+struct BlockReadStats {
+  uint64_t block_fetches = 0;      // requests for whole blocks
+  uint64_t bytes_fetched = 0;      // their bytes
+  uint64_t reads_from_blocks = 0;  // reads served from a block
+  uint64_t reads_bypassed = 0;     // reads sent to the file (too large)
 };
 
 // One record's index entry, decoded and validated.
@@ -93,6 +118,7 @@ struct Record {
   uint64_t original_length = 0;  // bytes Read() returns
   uint64_t checksum = 0;         // XXH3-64 of the stored bytes
   uint32_t label = 0;            // class index, kNoLabel in a flat pack
+  uint32_t part = 0;             // the part holding it in a merged pack, else 0
   Codec codec = Codec::kRaw;
   std::string_view name;  // relative path, raw bytes; valid while the
                           // Reader lives
@@ -284,6 +310,22 @@ class UFSPACK_EXPORT Reader {
   // index already opened): for scans with random accesses (a batch of
   // lookups), called between batches.
   void ReleaseIndex() const;
+
+  // Block reads (ReaderOptions::block_bytes).  Groups the records by
+  // block of `block_bytes` bytes: block b's records are
+  // members[first[b], first[b + 1]) in record order; blocks are numbered in
+  // data order within each part, parts in order, and may be empty.  O(records)
+  // (one GetRecord each; a merged pack opens every part); memory: 8 bytes
+  // per record and per block.  InvalidArgument if block_bytes is 0.
+  Status BlockMembers(uint64_t block_bytes, std::vector<uint64_t>* first,
+                      std::vector<uint64_t>* members) const;
+  // Starts fetching, in the background, the blocks holding records
+  // indices[0, count), so that reading them later costs no wait.  A hint:
+  // does nothing without block reads, never blocks on a fetch, and a fetch
+  // that fails is fetched again (and its error reported) by the read.
+  // OutOfRange for an index out of range.
+  Status PrefetchBlocks(const uint64_t* indices, size_t count) const;
+  BlockReadStats block_stats() const;
 
   // The value of metadata `key` (e.g. kMetaSourceRoot, the directory the
   // pack was built from, as given to `ufspack build`).  NotFound if absent;

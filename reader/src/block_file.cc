@@ -1,0 +1,412 @@
+// Copyright 2026 The ufspack Authors.
+
+#include "block_file.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <list>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+
+namespace ufspack {
+namespace internal {
+
+namespace {
+
+// One block's fetch, shared by the thread doing it and those waiting.
+struct Fetch {
+  bool done = false;
+  Status status;
+  std::shared_ptr<const std::string> bytes;
+};
+
+// A block on its way to a read: kept already, or being fetched.
+struct Want {
+  uint64_t block = 0;
+  std::shared_ptr<const std::string> bytes;  // kept
+  std::shared_ptr<Fetch> fetch;              // in flight
+  bool mine = false;                         // this caller fetches it
+};
+
+constexpr size_t kMaxQueued = 4096;
+
+}  // namespace
+
+class BlockFile::State {
+ public:
+  State(const RandomAccessFile* inner, uint64_t data_size,
+        const Options& options, ExtentsFn extents)
+      : inner_(inner),
+        data_size_(data_size),
+        options_(options),
+        extents_fn_(std::move(extents)),
+        owner_(::getpid()) {}
+
+  ~State() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    // A child of fork() has none of the parent's threads: their handles
+    // are left alone (a join would wait for a thread that is not there).
+    if (threads_ != nullptr && ::getpid() == owner_) {
+      for (std::thread& t : *threads_) t.join();
+      delete threads_;
+    }
+  }
+
+  // The block holding [offset, offset + n), or false: the read bypasses
+  // the blocks.
+  bool Locate(uint64_t offset, size_t n, uint64_t* block) {
+    if (n == 0 || n >= options_.block_bytes || !Extents().ok()) return false;
+    const uint64_t k = offset / options_.block_bytes;
+    if (k >= extents_.size()) return false;
+    const Extent& e = extents_[k];
+    if (offset < e.begin || offset + n > e.end) return false;
+    *block = k;
+    return true;
+  }
+
+  const Extent& extent(uint64_t k) const { return extents_[k]; }
+
+  // Looks up block k, keeping it recent: kept, in flight, or (mine) a new
+  // fetch this caller must do and Finish().
+  Want Get(uint64_t k) {
+    std::lock_guard<std::mutex> l(mu_);
+    return GetLocked(k);
+  }
+
+  // Ends this caller's fetch of `want`'s block with `status` and `bytes`.
+  void Finish(const Want& want, Status status, std::string bytes) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      in_flight_.erase(want.block);
+      want.fetch->status = std::move(status);
+      if (want.fetch->status.ok()) {
+        fetched_bytes_ += bytes.size();
+        auto kept = std::make_shared<const std::string>(std::move(bytes));
+        want.fetch->bytes = kept;
+        Keep(want.block, std::move(kept));
+      }
+      want.fetch->done = true;
+    }
+    cv_.notify_all();
+  }
+
+  // The bytes of a wanted block, waiting for its fetch.
+  Status Wait(const Want& want, std::shared_ptr<const std::string>* bytes) {
+    if (want.bytes) {
+      *bytes = want.bytes;
+      return Status::OK();
+    }
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait(l, [&] { return want.fetch->done; });
+    if (!want.fetch->status.ok()) return want.fetch->status;
+    *bytes = want.fetch->bytes;
+    return Status::OK();
+  }
+
+  // Reads block `want.block`'s extent from the file underneath.
+  Status FetchInto(uint64_t k, std::string* bytes) {
+    const Extent& e = extents_[k];
+    bytes->resize(e.end - e.begin);
+    size_t got = 0;
+    fetches_++;
+    Status s = inner_->Read(e.begin, bytes->size(), bytes->data(), &got);
+    if (s.ok() && got != bytes->size()) s = ShortRead(k, got);
+    return s;
+  }
+
+  Status ShortRead(uint64_t k, size_t got) const {
+    const Extent& e = extents_[k];
+    return Status::Corruption(
+        inner_->name() + ": block " + std::to_string(k) + " at offset " +
+        std::to_string(e.begin) + ": short read: expected " +
+        std::to_string(e.end - e.begin) + " bytes, found " +
+        std::to_string(got) + " (data file truncated?)");
+  }
+
+  void Prefetch(const uint64_t* offsets, size_t count) {
+    if (!Extents().ok()) return;
+    bool queued = false;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (size_t i = 0; i < count; ++i) {
+        uint64_t k = offsets[i] / options_.block_bytes;
+        if (k >= extents_.size() || extents_[k].begin == UINT64_MAX) continue;
+        if (kept_.count(k) || in_flight_.count(k)) continue;
+        if (queue_.size() >= kMaxQueued) break;
+        queue_.push_back(k);
+        queued = true;
+      }
+      if (queued && threads_ == nullptr) StartThreads();
+    }
+    if (queued) cv_.notify_all();
+  }
+
+  // Counts a read served from kept block k; once each of its records has
+  // been read, the block is the first to be dropped.
+  void Served(uint64_t k) {
+    served_++;
+    std::lock_guard<std::mutex> l(mu_);
+    auto kept = kept_.find(k);
+    if (kept == kept_.end()) return;
+    if (++kept->second.served >= extents_[k].records) {
+      lru_.splice(lru_.end(), lru_, kept->second.lru);
+    }
+  }
+
+  BlockReadStats stats() const {
+    BlockReadStats s;
+    s.block_fetches = fetches_;
+    s.bytes_fetched = fetched_bytes_;
+    s.reads_from_blocks = served_;
+    s.reads_bypassed = bypassed_;
+    return s;
+  }
+
+  void CountFetches(size_t n) { fetches_ += n; }
+  std::atomic<uint64_t> served_{0}, bypassed_{0};
+
+ private:
+  Status Extents() {
+    std::lock_guard<std::mutex> l(extents_mu_);
+    if (!have_extents_) {
+      extents_.assign(
+          (data_size_ + options_.block_bytes - 1) / options_.block_bytes,
+          Extent());
+      extents_status_ = extents_fn_(options_.block_bytes, &extents_);
+      if (!extents_status_.ok()) extents_.clear();
+      have_extents_ = true;
+    }
+    return extents_status_;
+  }
+
+  Want GetLocked(uint64_t k) {
+    Want w;
+    w.block = k;
+    auto kept = kept_.find(k);
+    if (kept != kept_.end()) {
+      if (kept->second.served < extents_[k].records) {
+        lru_.splice(lru_.begin(), lru_, kept->second.lru);
+      }
+      w.bytes = kept->second.bytes;
+      return w;
+    }
+    auto flying = in_flight_.find(k);
+    if (flying != in_flight_.end()) {
+      w.fetch = flying->second;
+      return w;
+    }
+    w.fetch = std::make_shared<Fetch>();
+    w.mine = true;
+    in_flight_[k] = w.fetch;
+    return w;
+  }
+
+  void Keep(uint64_t k, std::shared_ptr<const std::string> bytes) {
+    kept_bytes_ += bytes->size();
+    lru_.push_front(k);
+    kept_[k] = Kept{std::move(bytes), lru_.begin(), 0};
+    while (kept_bytes_ > options_.cache_bytes && lru_.size() > 1) {
+      auto last = kept_.find(lru_.back());
+      kept_bytes_ -= last->second.bytes->size();
+      kept_.erase(last);
+      lru_.pop_back();
+    }
+  }
+
+  void StartThreads() {
+    threads_ = new std::vector<std::thread>();
+    for (int i = 0; i < std::max(1, options_.prefetch_threads); ++i) {
+      threads_->emplace_back([this] { PrefetchLoop(); });
+    }
+  }
+
+  void PrefetchLoop() {
+    for (;;) {
+      Want w;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+        if (stop_) return;
+        const uint64_t k = queue_.front();
+        queue_.pop_front();
+        w = GetLocked(k);
+        if (!w.mine) continue;
+      }
+      std::string bytes;
+      Status s = FetchInto(w.block, &bytes);
+      Finish(w, std::move(s), std::move(bytes));
+    }
+  }
+
+  struct Kept {
+    std::shared_ptr<const std::string> bytes;
+    std::list<uint64_t>::iterator lru;
+    uint64_t served;  // reads served from it
+  };
+
+  const RandomAccessFile* const inner_;
+  const uint64_t data_size_;
+  const Options options_;
+  const ExtentsFn extents_fn_;
+  const pid_t owner_;
+
+  std::mutex extents_mu_;
+  bool have_extents_ = false;
+  Status extents_status_;
+  std::vector<Extent> extents_;  // immutable once have_extents_
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::unordered_map<uint64_t, Kept> kept_;
+  // Kept blocks, most recent first; those read through at the back.
+  std::list<uint64_t> lru_;
+  uint64_t kept_bytes_ = 0;
+  std::unordered_map<uint64_t, std::shared_ptr<Fetch>> in_flight_;
+  std::deque<uint64_t> queue_;
+  std::vector<std::thread>* threads_ = nullptr;
+  bool stop_ = false;
+  std::atomic<uint64_t> fetches_{0}, fetched_bytes_{0};
+};
+
+BlockFile::BlockFile(std::unique_ptr<RandomAccessFile> inner,
+                     uint64_t data_size, const Options& options,
+                     ExtentsFn extents)
+    : inner_(std::move(inner)),
+      state_(std::make_unique<State>(inner_.get(), data_size, options,
+                                     std::move(extents))) {}
+
+BlockFile::~BlockFile() = default;
+
+Status BlockFile::Read(uint64_t offset, size_t n, char* scratch,
+                       size_t* bytes_read) const {
+  uint64_t k;
+  if (!state_->Locate(offset, n, &k)) {
+    state_->bypassed_++;
+    return inner_->Read(offset, n, scratch, bytes_read);
+  }
+  Want w = state_->Get(k);
+  if (w.mine) {
+    std::string bytes;
+    Status s = state_->FetchInto(k, &bytes);
+    state_->Finish(w, std::move(s), std::move(bytes));
+  }
+  std::shared_ptr<const std::string> bytes;
+  UFSPACK_RETURN_IF_ERROR(state_->Wait(w, &bytes));
+  std::memcpy(scratch, bytes->data() + (offset - state_->extent(k).begin), n);
+  *bytes_read = n;
+  state_->Served(k);
+  return Status::OK();
+}
+
+Status BlockFile::ReadMany(ReadOp* ops, size_t count, size_t* failed) const {
+  // Which block each op reads from (or SIZE_MAX: straight from the file).
+  std::vector<size_t> want_of(count, SIZE_MAX);
+  std::vector<Want> wants;
+  std::unordered_map<uint64_t, size_t> want_index;
+  std::vector<ReadOp> direct;
+  std::vector<size_t> direct_of;
+  for (size_t i = 0; i < count; ++i) {
+    uint64_t k;
+    if (!state_->Locate(ops[i].offset, ops[i].n, &k)) {
+      direct.push_back(ops[i]);
+      direct_of.push_back(i);
+      continue;
+    }
+    auto [it, added] = want_index.emplace(k, wants.size());
+    if (added) wants.push_back(state_->Get(k));
+    want_of[i] = it->second;
+  }
+  // This caller's fetches, all at once.
+  std::vector<ReadOp> fetch_ops;
+  std::vector<size_t> fetch_of;
+  std::vector<std::string> fetched;
+  for (size_t w = 0; w < wants.size(); ++w) {
+    if (wants[w].mine) fetch_of.push_back(w);
+  }
+  fetched.resize(fetch_of.size());
+  for (size_t f = 0; f < fetch_of.size(); ++f) {
+    const Extent& e = state_->extent(wants[fetch_of[f]].block);
+    fetched[f].resize(e.end - e.begin);
+    ReadOp op;
+    op.offset = e.begin;
+    op.n = fetched[f].size();
+    op.dst = fetched[f].data();
+    fetch_ops.push_back(op);
+  }
+  Status fetch_status;
+  size_t fetch_failed = fetch_ops.size();
+  if (!fetch_ops.empty()) {
+    state_->CountFetches(fetch_ops.size());
+    fetch_status =
+        inner_->ReadMany(fetch_ops.data(), fetch_ops.size(), &fetch_failed);
+  }
+  for (size_t f = 0; f < fetch_of.size(); ++f) {
+    const Want& w = wants[fetch_of[f]];
+    Status s = fetch_status;
+    if (s.ok() && fetch_ops[f].got != fetch_ops[f].n) {
+      s = state_->ShortRead(w.block, fetch_ops[f].got);
+    }
+    state_->Finish(w, std::move(s), std::move(fetched[f]));
+  }
+  // Reads outside the blocks.
+  Status status;
+  *failed = count;
+  if (!direct.empty()) {
+    size_t direct_failed = direct.size();
+    status = inner_->ReadMany(direct.data(), direct.size(), &direct_failed);
+    state_->bypassed_ += direct.size();
+    for (size_t d = 0; d < direct.size(); ++d) {
+      ops[direct_of[d]].got = direct[d].got;
+    }
+    if (!status.ok()) {
+      *failed =
+          direct_failed < direct.size() ? direct_of[direct_failed] : count;
+      return status;
+    }
+  }
+  // Every op from its block.
+  std::vector<std::shared_ptr<const std::string>> bytes(wants.size());
+  for (size_t w = 0; w < wants.size(); ++w) {
+    Status s = state_->Wait(wants[w], &bytes[w]);
+    if (!s.ok()) {
+      for (size_t i = 0; i < count; ++i) {
+        if (want_of[i] == w) {
+          *failed = i;
+          break;
+        }
+      }
+      return s;
+    }
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (want_of[i] == SIZE_MAX) continue;
+    const Want& w = wants[want_of[i]];
+    std::memcpy(ops[i].dst,
+                bytes[want_of[i]]->data() +
+                    (ops[i].offset - state_->extent(w.block).begin),
+                ops[i].n);
+    ops[i].got = ops[i].n;
+    state_->Served(w.block);
+  }
+  return Status::OK();
+}
+
+void BlockFile::Prefetch(const uint64_t* offsets, size_t count) const {
+  state_->Prefetch(offsets, count);
+}
+
+BlockReadStats BlockFile::stats() const { return state_->stats(); }
+
+}  // namespace internal
+}  // namespace ufspack

@@ -1,0 +1,239 @@
+"""ufspack.BlockSampler and block reads: every sample once per epoch, equal
+disjoint rank shares, one fetch per block (also with DataLoader workers),
+exact resume (also onto another number of ranks), clear errors."""
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import ufspack
+from conftest import encode, noise_image, write
+
+torch = pytest.importorskip("torch")
+from torch.utils.data import DataLoader  # noqa: E402
+
+BLOCK = 64 << 10
+
+
+@pytest.fixture(scope="module")
+def raw_tree(tmp_path_factory):
+    """500 files of 1-5 KB in 5 classes (about 30 blocks of 64 KiB)."""
+    root = str(tmp_path_factory.mktemp("blocks") / "tree")
+    rng = np.random.default_rng(3)
+    for i in range(500):
+        write(os.path.join(root, f"c{i % 5}", f"f{i:04d}.jpg"),
+              rng.integers(0, 256, 1000 + (i * 7919) % 4000, dtype=np.uint8).tobytes())
+    return root
+
+
+@pytest.fixture(scope="module")
+def raw_pack(raw_tree, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("blockpack") / "pack")
+    ufspack.build(raw_tree, out, layout="shuffled:1", progress=False, all_files=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def image_pack(tmp_path_factory):
+    """240 small JPEGs in 4 classes, shuffled layout (about 12 blocks)."""
+    root = str(tmp_path_factory.mktemp("imgs") / "tree")
+    for i in range(240):
+        write(os.path.join(root, f"class{i % 4}", f"img{i:03d}.jpg"),
+              encode(noise_image(48, 40, i), "JPEG", quality=95))
+    out = str(tmp_path_factory.mktemp("imgpack") / "pack")
+    ufspack.build(root, out, layout="shuffled", progress=False)
+    return out
+
+
+def blocks_of(pack):
+    first, _ = pack._handle.get().block_members(BLOCK)
+    return int(np.count_nonzero(np.diff(first)))
+
+
+def data_bytes(path):
+    return os.path.getsize(os.path.join(path, "data.ufs")) - 64
+
+
+def test_every_sample_once_and_ranks_disjoint_and_equal(raw_pack):
+    pack = ufspack.Pack(raw_pack)
+    n = len(pack)
+    s = ufspack.BlockSampler(pack, block_bytes=BLOCK, window=4, seed=5)
+    first = list(s)
+    assert sorted(first) == list(range(n)) and len(s) == n
+    assert list(s) == first  # same epoch, same order
+    s.set_epoch(1)
+    assert sorted(list(s)) == list(range(n)) and list(s) != first
+    for drop_last in (False, True):
+        shares = [list(ufspack.BlockSampler(pack, block_bytes=BLOCK, num_replicas=3, rank=r,
+                                            drop_last=drop_last)) for r in range(3)]
+        assert len({len(x) for x in shares}) == 1
+        flat = [i for x in shares for i in x]
+        if drop_last:
+            assert len(flat) == n // 3 * 3 and len(set(flat)) == len(flat)
+        else:
+            assert set(flat) == set(range(n)) and len(flat) == -(-n // 3) * 3
+
+
+def test_unshuffled_reads_the_file_in_order(raw_pack):
+    pack = ufspack.Pack(raw_pack)
+    order = list(ufspack.BlockSampler(pack, block_bytes=BLOCK, shuffle=False))
+    offsets = [pack.record(i)["offset"] // BLOCK for i in order]
+    assert offsets == sorted(offsets)
+
+
+def test_one_fetch_per_block_in_one_process(raw_pack):
+    pack = ufspack.Pack(raw_pack)
+    ref = ufspack.Pack(raw_pack)
+    s = ufspack.BlockSampler(pack, block_bytes=BLOCK, window=3)
+    for i in s:
+        assert pack[i] == ref[i]
+    st = pack._handle.get().block_stats()
+    assert st["block_fetches"] == blocks_of(pack)
+    assert st["bytes_fetched"] == data_bytes(raw_pack)
+    assert st["reads_from_blocks"] == len(pack)
+
+
+class Probe(ufspack.MyImageFolder):
+    """Returns (target, pid, bytes this process fetched so far)."""
+
+    def __getitem__(self, i):
+        _, target = super().__getitem__(i)
+        return target, os.getpid(), self._pack._handle.get().block_stats()["bytes_fetched"], i
+
+    def __getitems__(self, indices):
+        out = super().__getitems__(indices)
+        got = self._pack._handle.get().block_stats()["bytes_fetched"]
+        return [(t, os.getpid(), got, i) for (_, t), i in zip(out, indices)]
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_dataloader_fetches_each_block_once(image_pack, workers):
+    ds = Probe(image_pack)
+    ref = ufspack.MyImageFolder(image_pack)
+    s = ufspack.BlockSampler(ds, block_bytes=BLOCK, window=2, batch_size=8, num_workers=workers)
+    seen, fetched = [], {}
+    for targets, pids, got, idx in DataLoader(ds, batch_size=8, sampler=s, num_workers=workers):
+        seen += idx.tolist()
+        assert targets.tolist() == [ref.targets[i] for i in idx.tolist()]
+        for p, b in zip(pids.tolist(), got.tolist()):
+            fetched[p] = max(fetched.get(p, 0), b)
+    assert sorted(seen) == list(range(len(ds)))
+    total = sum(fetched.values())
+    assert total >= data_bytes(image_pack)
+    # No block twice (a lane boundary may split one block between workers).
+    assert total <= 1.1 * data_bytes(image_pack) + (workers > 1) * 2 * BLOCK, fetched
+
+
+def test_without_num_workers_each_worker_says_it_fetches_every_block(image_pack):
+    ds = Probe(image_pack)
+    s = ufspack.BlockSampler(ds, block_bytes=BLOCK, window=2)
+    with warnings.catch_warnings(record=True):
+        seen = [i for *_, idx in DataLoader(ds, batch_size=8, sampler=s, num_workers=2)
+                for i in idx.tolist()]
+    assert sorted(seen) == list(range(len(ds)))
+
+
+def consume(sampler, k):
+    it = iter(sampler)
+    return [next(it) for _ in range(k)]
+
+
+@pytest.mark.parametrize("old,new", [(1, 1), (3, 3), (3, 2), (2, 5)])
+def test_resume_yields_exactly_the_rest(raw_pack, old, new):
+    pack = ufspack.Pack(raw_pack)
+    n = len(pack)
+    kw = dict(block_bytes=BLOCK, window=3, seed=11)
+    done, states = [], []
+    for r in range(old):
+        s = ufspack.BlockSampler(pack, num_replicas=old, rank=r, **kw)
+        s.set_epoch(4)
+        done += consume(s, 37)
+        states.append(s.state_dict())
+    rest = []
+    for r in range(new):
+        s = ufspack.BlockSampler(pack, num_replicas=new, rank=r, **kw)
+        s.load_state_dict(states[0])
+        assert s.epoch == 4
+        part = list(s)
+        assert len(part) == len(s)
+        rest.append(part)
+    assert len({len(x) for x in rest}) == 1
+    flat = [i for x in rest for i in x]
+    padding = len(flat) - (n - len(set(done)))
+    assert 0 <= padding < new
+    assert set(done) | set(flat) == set(range(n))
+    assert not set(done) & set(flat[: len(flat) - padding])
+    # After the resumed epoch, the next is whole again.
+    s.set_epoch(5)
+    assert len(list(s)) == -(-n // new)
+
+
+def test_resume_twice_and_with_consumed(raw_pack):
+    pack = ufspack.Pack(raw_pack)
+    n = len(pack)
+    s = ufspack.BlockSampler(pack, block_bytes=BLOCK)
+    it = iter(s)
+    first = [next(it) for _ in range(50)]  # yielded 50, consumed 20
+    state = s.state_dict(consumed=20)
+    s2 = ufspack.BlockSampler(pack, block_bytes=BLOCK)
+    s2.load_state_dict(state)
+    it2 = iter(s2)
+    second = [next(it2) for _ in range(100)]
+    s3 = ufspack.BlockSampler(pack, block_bytes=BLOCK)
+    s3.load_state_dict(s2.state_dict())
+    third = list(s3)
+    all_ = first[:20] + second + third
+    assert sorted(all_) == list(range(n))
+    with pytest.raises(ValueError, match="consumed"):
+        s.state_dict(consumed=-1)
+
+
+def test_bad_arguments_and_foreign_states(raw_pack, image_pack, small_pack):
+    pack = ufspack.Pack(raw_pack)
+    with pytest.raises(ValueError, match="block_bytes"):
+        ufspack.BlockSampler(pack, block_bytes=4096)
+    with pytest.raises(ValueError, match="window"):
+        ufspack.BlockSampler(pack, window=0)
+    with pytest.raises(ValueError, match="rank"):
+        ufspack.BlockSampler(pack, num_replicas=2, rank=2)
+    with pytest.raises(TypeError, match="list"):
+        ufspack.BlockSampler([1, 2, 3])
+    state = ufspack.BlockSampler(pack, block_bytes=BLOCK).state_dict()
+    with pytest.raises(ValueError, match="block_bytes=65536, this sampler has block_bytes=131072"):
+        ufspack.BlockSampler(pack, block_bytes=2 * BLOCK).load_state_dict(state)
+    with pytest.raises(ValueError, match="seed"):
+        ufspack.BlockSampler(pack, block_bytes=BLOCK, seed=1).load_state_dict(state)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        other = ufspack.BlockSampler(ufspack.Pack(small_pack), block_bytes=BLOCK)
+    with pytest.raises(ValueError, match="pack"):
+        other.load_state_dict(state)
+    with pytest.raises(ValueError, match="version"):
+        other.load_state_dict({"nope": 1})
+
+
+def test_sorted_layout_warns_once(small_pack, image_pack):
+    with pytest.warns(UserWarning, match="--layout shuffled"):
+        ufspack.BlockSampler(ufspack.MyImageFolder(small_pack))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ufspack.BlockSampler(ufspack.MyImageFolder(image_pack))
+
+
+def test_selection_and_outputs(image_pack):
+    """A dataset whose samples are a selection of the records, and the
+    other outputs: the same samples as without block reads."""
+    ds = ufspack.MyImageFolder(image_pack, is_valid_file=lambda p: not p.endswith("7.jpg"),
+                               output="numpy")
+    ref = ufspack.MyImageFolder(image_pack, is_valid_file=lambda p: not p.endswith("7.jpg"),
+                                output="numpy")
+    s = ufspack.BlockSampler(ds, block_bytes=BLOCK)
+    order = list(s)
+    assert sorted(order) == list(range(len(ds)))
+    for i in order[:40]:
+        a, b = ds[i], ref[i]
+        assert a[1] == b[1] and np.array_equal(a[0], b[0])
+    batch = ds.__getitems__(order[40:60])
+    assert [t for _, t in batch] == [ref[i][1] for i in order[40:60]]
