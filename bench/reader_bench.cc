@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -150,29 +151,41 @@ void TimeRandomReads(benchmark::State& state, const Reader& reader, uint64_t n,
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(size));
 }
 
+// The reader named `key`, shared by a benchmark's threads and runs: made
+// by `open` the first time any thread asks for it.  Null, with the
+// benchmark skipped with the error, when `open` fails (asked again next
+// time).
+std::shared_ptr<Reader> SharedReader(
+    benchmark::State& state, const std::string& key,
+    const std::function<Status(std::unique_ptr<Reader>*)>& open) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<Reader>> readers;
+  std::lock_guard<std::mutex> lock(mu);
+  std::shared_ptr<Reader>& slot = readers[key];
+  if (!slot) {
+    std::unique_ptr<Reader> r;
+    Status s = open(&r);
+    if (!s.ok()) {
+      state.SkipWithError(s.ToString().c_str());
+      return nullptr;
+    }
+    slot = std::move(r);
+  }
+  return slot;
+}
+
 void ReadBench(benchmark::State& state, bool verify) {
   const size_t size = static_cast<size_t>(state.range(0));
   const uint64_t n = CountFor(size);
-  static std::mutex mu;
-  static std::map<std::pair<size_t, bool>, std::shared_ptr<Reader>> readers;
-  std::shared_ptr<Reader> reader;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto& slot = readers[{size, verify}];
-    if (!slot) {
-      std::unique_ptr<Reader> r;
-      ReaderOptions o;
-      o.verify_checksums = verify;
-      Status s = Reader::Open(SyntheticPack(n, size), o, &r);
-      if (!s.ok()) {
-        state.SkipWithError(s.ToString().c_str());
-        return;
-      }
-      slot = std::move(r);
-    }
-    reader = slot;
-  }
-  TimeRandomReads(state, *reader, n, size);
+  const std::string key =
+      "read-" + std::to_string(size) + (verify ? "-verify" : "-noverify");
+  std::shared_ptr<Reader> reader =
+      SharedReader(state, key, [&](std::unique_ptr<Reader>* r) {
+        ReaderOptions o;
+        o.verify_checksums = verify;
+        return Reader::Open(SyntheticPack(n, size), o, r);
+      });
+  if (reader) TimeRandomReads(state, *reader, n, size);
 }
 
 void BM_Read(benchmark::State& state) { ReadBench(state, true); }
@@ -191,43 +204,31 @@ void BM_Read(benchmark::State& state) { ReadBench(state, true); }
 void ReadCachedBench(benchmark::State& state, bool warmup) {
   const size_t size = static_cast<size_t>(state.range(0));
   const uint64_t n = CountFor(size);
-  static std::mutex mu;
-  static std::map<std::pair<size_t, bool>, std::shared_ptr<Reader>> readers;
-  std::shared_ptr<Reader> reader;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto& slot = readers[{size, warmup}];
-    if (!slot) {
-      const std::string dir = BenchDir() + "/cache-" + std::to_string(size) +
-                              (warmup ? "-warmup" : "-reads");
-      CacheOptions co;
-      co.dir = dir;
-      co.limit = 4ull << 30;
-      std::shared_ptr<Cache> cache;
-      Status s = Cache::Open(co, &cache);
-      ReaderOptions o;
-      o.cache = cache;
-      std::unique_ptr<Reader> r;
-      if (s.ok()) s = Reader::Open(SyntheticPack(n, size), o, &r);
-      std::string buf;
-      if (warmup) {
-        WarmupResult wr;
-        if (s.ok()) s = Warmup(SyntheticPack(n, size), cache, {}, &wr);
-      } else {
-        for (uint64_t i = 0; s.ok() && i < n; ++i) s = r->Read(i, &buf);
-      }
-      if (s.ok() && cache->Stats().back().entries != n) {
-        s = Status::Aborted("cache not filled: " + dir);
-      }
-      if (!s.ok()) {
-        state.SkipWithError(s.ToString().c_str());
-        return;
-      }
-      slot = std::move(r);
-    }
-    reader = slot;
-  }
-  TimeRandomReads(state, *reader, n, size);
+  const std::string dir = BenchDir() + "/cache-" + std::to_string(size) +
+                          (warmup ? "-warmup" : "-reads");
+  std::shared_ptr<Reader> reader =
+      SharedReader(state, dir, [&](std::unique_ptr<Reader>* r) {
+        CacheOptions co;
+        co.dir = dir;
+        co.limit = 4ull << 30;
+        std::shared_ptr<Cache> cache;
+        Status s = Cache::Open(co, &cache);
+        ReaderOptions o;
+        o.cache = cache;
+        if (s.ok()) s = Reader::Open(SyntheticPack(n, size), o, r);
+        std::string buf;
+        if (warmup) {
+          WarmupResult wr;
+          if (s.ok()) s = Warmup(SyntheticPack(n, size), cache, {}, &wr);
+        } else {
+          for (uint64_t i = 0; s.ok() && i < n; ++i) s = (*r)->Read(i, &buf);
+        }
+        if (s.ok() && cache->Stats().back().entries != n) {
+          s = Status::Aborted("cache not filled: " + dir);
+        }
+        return s;
+      });
+  if (reader) TimeRandomReads(state, *reader, n, size);
 }
 void BM_ReadNoVerify(benchmark::State& state) { ReadBench(state, false); }
 

@@ -334,6 +334,21 @@ def _stat_delta(a: Dict[str, int], b: Dict[str, int]) -> Dict[str, int]:
     return {k: b[k] - a.get(k, 0) for k in b}
 
 
+def _end_epoch(cfg: Dict[str, Any], res: Dict[str, Any], epoch: int, t0: float, got: int, nbytes: int,
+               stats_since: Optional[Dict[str, int]] = None) -> None:
+    """Puts epoch `epoch` into res: `got` samples of `nbytes` record bytes in all, timed from t0;
+    with stats_since (_stats() when the epoch's clock started), ufspack's remote counters over
+    the epoch; then _mark_log."""
+    dt = time.perf_counter() - t0
+    res[f"epoch{epoch}_samples_s"] = got / dt
+    res[f"epoch{epoch}_s"] = dt
+    res[f"epoch{epoch}_samples"] = got
+    if stats_since is not None:
+        res[f"epoch{epoch}_remote_stats"] = _stat_delta(stats_since, _stats())
+    res["record_bytes"] = nbytes
+    _mark_log(cfg, res, epoch)
+
+
 def run_ufspack(cfg: Dict[str, Any], loader: str, tmp: str) -> Dict[str, Any]:
     import ufspack
 
@@ -366,13 +381,7 @@ def run_ufspack(cfg: Dict[str, Any], loader: str, tmp: str) -> Dict[str, Any]:
                     break
         if cfg.get("ttfb_only"):
             break
-        dt = time.perf_counter() - t0
-        res[f"epoch{epoch}_samples_s"] = got / dt
-        res[f"epoch{epoch}_s"] = dt
-        res[f"epoch{epoch}_samples"] = got
-        res[f"epoch{epoch}_remote_stats"] = _stat_delta(s0, _stats())
-        res["record_bytes"] = nbytes
-        _mark_log(cfg, res, epoch)
+        _end_epoch(cfg, res, epoch, t0, got, nbytes, stats_since=s0)
     res["disk_peak_bytes"] = watch.stop()
     return res
 
@@ -463,12 +472,7 @@ def run_peer(cfg: Dict[str, Any], loader: str, tmp: str) -> Dict[str, Any]:
                     break
         if cfg.get("ttfb_only"):
             break
-        dt = time.perf_counter() - t0
-        res[f"epoch{epoch}_samples_s"] = got / dt
-        res[f"epoch{epoch}_s"] = dt
-        res[f"epoch{epoch}_samples"] = got
-        res["record_bytes"] = nbytes
-        _mark_log(cfg, res, epoch)
+        _end_epoch(cfg, res, epoch, t0, got, nbytes)
     if "ttfb_s" not in res and "epoch1_s" in res:  # fewer samples than one batch
         res["ttfb_s"] = res["epoch1_s"]
     res["disk_peak_bytes"] = watch.stop()

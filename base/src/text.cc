@@ -79,4 +79,16 @@ std::string FormatBytes(uint64_t n) {
   return buf;
 }
 
+std::vector<std::string_view> SplitPath(std::string_view path) {
+  std::vector<std::string_view> segments;
+  size_t start = 0;
+  while (true) {
+    size_t slash = path.find('/', start);
+    if (slash == std::string_view::npos) slash = path.size();
+    segments.push_back(path.substr(start, slash - start));
+    if (slash == path.size()) return segments;
+    start = slash + 1;
+  }
+}
+
 }  // namespace ufspack

@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 #include "ufspack/posix_io.h"
 #include "ufspack/text.h"
@@ -63,26 +65,12 @@ bool ParseSize(const std::string& s, uint64_t* out) {
   if (whole_digits == 0 && fraction.empty()) return false;
   unsigned __int128 unit = 1;
   if (i < s.size()) {
-    switch (s[i]) {
-      case 'k':
-      case 'K':
-        unit = 1ull << 10;
-        break;
-      case 'm':
-      case 'M':
-        unit = 1ull << 20;
-        break;
-      case 'g':
-      case 'G':
-        unit = 1ull << 30;
-        break;
-      case 't':
-      case 'T':
-        unit = 1ull << 40;
-        break;
-      default:
-        return false;
-    }
+    // K, M, G, T (either case): 1024 to the 1st, 2nd, 3rd, 4th power.
+    constexpr std::string_view kUnits = "kmgt";
+    const size_t power = kUnits.find(
+        static_cast<char>(std::tolower(static_cast<unsigned char>(s[i]))));
+    if (power == std::string_view::npos) return false;
+    unit = static_cast<unsigned __int128>(1) << (10 * (power + 1));
     ++i;
     const std::string rest = s.substr(i);
     if (!rest.empty() && rest != "iB") return false;

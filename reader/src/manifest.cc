@@ -434,18 +434,12 @@ Status JoinPartPath(const std::string& dir, std::string_view relative,
     return Status::InvalidArgument("part path '" + shown +
                                    "' is not a relative path");
   }
-  std::vector<std::string_view> segments;
-  size_t start = 0;
-  while (start <= relative.size()) {
-    size_t slash = relative.find('/', start);
-    if (slash == std::string_view::npos) slash = relative.size();
-    std::string_view seg = relative.substr(start, slash - start);
+  const std::vector<std::string_view> segments = SplitPath(relative);
+  for (std::string_view seg : segments) {
     if (seg.empty() || seg.find('\0') != std::string_view::npos) {
       return Status::InvalidArgument("part path '" + shown +
                                      "' has an empty or invalid segment");
     }
-    segments.push_back(seg);
-    start = slash + 1;
   }
   if (!IsUrl(dir)) {
     // The kernel resolves "." and ".." (after symlinks, as a shell would).
@@ -462,13 +456,9 @@ Status JoinPartPath(const std::string& dir, std::string_view relative,
                          : dir.substr(0, path_start);  // scheme://authority
   std::vector<std::string> path;
   if (path_start != std::string::npos) {
-    std::string_view rest = std::string_view(dir).substr(path_start + 1);
-    size_t s = 0;
-    while (s < rest.size()) {
-      size_t e = rest.find('/', s);
-      if (e == std::string_view::npos) e = rest.size();
-      if (e > s) path.emplace_back(rest.substr(s, e - s));
-      s = e + 1;
+    for (std::string_view seg :
+         SplitPath(std::string_view(dir).substr(path_start + 1))) {
+      if (!seg.empty()) path.emplace_back(seg);
     }
   }
   for (std::string_view seg : segments) {

@@ -58,21 +58,44 @@ class MergedPack final : public PackSource {
                      const ReaderOptions& options,
                      std::unique_ptr<MergedPack>* pack);
 
+  // When the parts are URLs.
   bool prefers_batches() const override { return parts_->remote; }
+  // The part holding record i (opened on first use) reads its entry; the
+  // record comes back with its global index and global label.
   Status GetRecord(uint64_t i, Record* record) const override;
+  // Asks, in manifest order, only the parts whose segments overlap the
+  // range of the name's class (the name up to its first '/'; NotFound at
+  // once when it has none and the pack has classes), or every part when
+  // the pack has no classes or the class is not in the table; each is
+  // opened on first use.  The first part that holds the name answers, with
+  // the global index.
   Status Find(std::string_view name, uint64_t* index) const override;
+  // Find for each name in turn (Reader::kNoRecord where no part holds it).
   Status FindMany(const std::string_view* names, size_t count,
                   uint64_t* indices) const override;
+  // The manifest's class table (in order, covering every record) and
+  // metadata; then every part, opened if need be: its index in full and its
+  // class names against the manifest's through its label map; then every
+  // record: its label's class holds it and its name finds it (no name in
+  // two parts).
   Status CheckIndex() const override;
+  // Passed to the parts holding these records that are open; opens none.
   void ReleaseRecords(uint64_t first, uint64_t count) const override;
+  // Releases the index of every part opened so far; the manifest stays.
   void ReleaseIndex() const override;
   // Block reads: each part's data file has its own blocks.
   void PrefetchBlocks(const Record* records, size_t count) const override;
   BlockReadStats block_stats() const override;
+  // Sent to the part holding r (opened on first use), as its local record.
   Status ReadStored(const Record& r, char* dst) const override;
+  // The records grouped by part; each part's group is one ReadStoredMany
+  // of that part, part after part.  The first error.
   Status ReadStoredMany(const Record* records, char* const* dsts, size_t count,
                         int threads) const override;
+  // Sent to the part holding r (opened on first use), as its local record.
   Status ReadZstd(const Record& r, ZstdOutput* output) const override;
+  // Each part's records as a batch of that part, then copied into one
+  // batch in the order of `records`.
   Status ReadBatchMany(const std::vector<Record>& records, Batch* out,
                        int threads) const override;
 

@@ -35,15 +35,10 @@ Status PackSource::CheckRange(const char* what, uint64_t i, uint64_t n) const {
 
 Status PackSource::GetClass(uint64_t c, ClassInfo* out) const {
   UFSPACK_RETURN_IF_ERROR(CheckRange("class", c, info_.class_count));
-  std::string_view in = classes_.substr(c * ClassEntry::kEncodedLength,
-                                        ClassEntry::kEncodedLength);
   ClassEntry e;
-  Status s = e.DecodeFrom(&in);
-  std::string where = info_.index_path + ": class " + std::to_string(c);
-  if (!s.ok())
-    return Status::Corruption(where + ": " + std::string(s.message()));
   std::string_view name;
-  s = NameAt(e.name_offset, e.name_length, &name);
+  Status s = DecodeNamedEntry(classes_, c, &e, &name);
+  std::string where = info_.index_path + ": class " + std::to_string(c);
   if (!s.ok())
     return Status::Corruption(where + ": " + std::string(s.message()));
   if (e.first_record > info_.record_count ||

@@ -91,6 +91,18 @@ class PackSource {
   Status CheckRange(const char* what, uint64_t i, uint64_t n) const;
   // The bounds-checked view of name pool bytes [offset, offset + length).
   Status NameAt(uint64_t offset, uint64_t length, std::string_view* name) const;
+  // Decodes entry i of `table` (Entry: a ClassEntry or RecordEntry of
+  // format.h) into *entry and its name (NameAt) into *name; the decode or
+  // name pool error as it is (the caller says which entry).
+  // REQUIRES: table holds at least i + 1 entries.
+  template <typename Entry>
+  Status DecodeNamedEntry(std::string_view table, uint64_t i, Entry* entry,
+                          std::string_view* name) const {
+    std::string_view in =
+        table.substr(i * Entry::kEncodedLength, Entry::kEncodedLength);
+    UFSPACK_RETURN_IF_ERROR(entry->DecodeFrom(&in));
+    return NameAt(entry->name_offset, entry->name_length, name);
+  }
 
   ReaderOptions options_;
   PackInfo info_;

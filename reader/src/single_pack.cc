@@ -169,13 +169,9 @@ Status SinglePack::Corrupt(uint64_t i, std::string_view name,
 
 Status SinglePack::GetRecord(uint64_t i, Record* record) const {
   UFSPACK_RETURN_IF_ERROR(CheckRange("record", i, info_.record_count));
-  std::string_view in = records_.substr(i * RecordEntry::kEncodedLength,
-                                        RecordEntry::kEncodedLength);
   RecordEntry e;
-  Status s = e.DecodeFrom(&in);
-  if (!s.ok()) return Corrupt(i, {}, s.message());
   std::string_view name;
-  s = NameAt(e.name_offset, e.name_length, &name);
+  Status s = DecodeNamedEntry(records_, i, &e, &name);
   if (!s.ok()) return Corrupt(i, {}, s.message());
   if (NameHashTag(NameHash(name)) != e.name_hash) {
     return Corrupt(i, name, "name hash mismatch (damaged name or name pool)");

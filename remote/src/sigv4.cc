@@ -15,8 +15,11 @@
 #include <ctime>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
+
+#include "ufspack/text.h"
 
 namespace ufspack {
 namespace remote {
@@ -104,18 +107,13 @@ std::string TrimAll(const std::string& value) {
 // The generic rule: RFC 3986 dot-segment removal plus collapsing of empty
 // segments ("//"); a trailing slash is kept, the result is absolute.
 std::string NormalizePath(const std::string& path) {
-  std::vector<std::string> segments;
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find('/', start);
-    if (end == std::string::npos) end = path.size();
-    std::string segment = path.substr(start, end - start);
+  std::vector<std::string_view> segments;
+  for (std::string_view segment : SplitPath(path)) {
     if (segment == "..") {
       if (!segments.empty()) segments.pop_back();
     } else if (!segment.empty() && segment != ".") {
-      segments.push_back(std::move(segment));
+      segments.push_back(segment);
     }
-    start = end + 1;
   }
   std::string out = "/";
   for (size_t i = 0; i < segments.size(); ++i) {

@@ -1,6 +1,7 @@
 // Copyright 2026 The ufspack Authors.
 //
-// Text helpers shared by the libraries' error messages and the CLI.
+// Text helpers shared by the libraries' error messages, path handling and
+// the CLI.
 //
 // Thread safety: pure functions.
 #ifndef UFSPACK_TEXT_H_
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ufspack/export.h"
 
@@ -32,6 +34,12 @@ UFSPACK_EXPORT std::string EscapeBytes(std::string_view bytes);
 // A byte count for people: "512 B", "1.50 KiB", "68.2 MiB" (powers of
 // 1024; two decimals below 10, one above).
 UFSPACK_EXPORT std::string FormatBytes(uint64_t n);
+
+// The segments of `path` between its '/'s, in order, empty ones included
+// (what a caller does with "", "." and ".." is its own rule): "a//b/" gives
+// "a", "", "b", ""; "/x" gives "", "x"; "" gives one empty segment.  The
+// views point into `path`'s characters.
+UFSPACK_EXPORT std::vector<std::string_view> SplitPath(std::string_view path);
 
 }  // namespace ufspack
 
