@@ -14,6 +14,13 @@ whole dataset twice (epoch 1, epoch 2), the median of --repeat runs:
                   indices, raw bytes, one process, no cache
   ufspack_cache   the same with ufspack.Cache(empty dir): epoch 1 fills it,
                   epoch 2 is served from it
+  ufspack_block   Pack("s3://B/pack-shuffled") (built --layout shuffled) read
+                  sample by sample (pack[i], as torch 1.13's DataLoader does)
+                  in BlockSampler order (8 MiB blocks, window 16): one ranged
+                  GET per block, fetched ahead in the background
+  ufspack_block_dl2  the same through a DataLoader with 2 workers, batch 256,
+                  BlockSampler(batch_size=256, num_workers=2): each worker
+                  fetches only its own blocks
   ufspack_local   the same pack on local disk, page cache warm (the reference
                   for "epoch 2 with the cache")
   s3torch         s3torchconnector S3MapDataset.from_prefix over the loose
@@ -78,8 +85,10 @@ BATCH = 256
 UPLOAD_PART_MB = 64  # multipart part size of every upload, and the server's chunk size (Server)
 SEED = 0
 NS_ADDR = "10.201.0.2"
-LOADERS = ["ufspack", "ufspack_cache", "ufspack_local", "s3torch", "s3torch_dl2",
-           "litdata", "streaming", "webdataset"]
+LOADERS = ["ufspack", "ufspack_block", "ufspack_block_dl2", "ufspack_cache", "ufspack_local", "s3torch",
+           "s3torch_dl2", "litdata", "streaming", "webdataset"]
+BLOCK_BYTES = 8 << 20  # BlockSampler's defaults
+BLOCK_WINDOW = 16
 PEER_MODULES = {"s3torch": "s3torchconnector", "s3torch_dl2": "s3torchconnector", "litdata": "litdata",
                 "streaming": "streaming", "webdataset": "webdataset"}
 IMG_EXTS = (".jpg", ".jpeg", ".png")
@@ -177,6 +186,10 @@ def prepare(tree: str, samples: List[Tuple[str, int]], peer_samples: List[Tuple[
         t0 = time.perf_counter()
         ufspack.build(tree, os.path.join(out, "pack"), progress=False)
         prepared["pack"] = time.perf_counter() - t0
+    if "pack_shuffled" not in prepared and any(n.startswith("ufspack_block") for n in loaders):
+        t0 = time.perf_counter()
+        ufspack.build(tree, os.path.join(out, "pack-shuffled"), layout="shuffled", progress=False)
+        prepared["pack_shuffled"] = time.perf_counter() - t0
     peers = {PEER_MODULES[n] for n in loaders if n in PEER_MODULES}
     builders: Dict[str, Callable[[], None]] = {
         "litdata": lambda: e2e_peers._build_litdata(tree, os.path.join(out, "litdata"), peer_samples, out),
@@ -272,6 +285,9 @@ def upload(server: Server, tree: str, peer_samples: List[Tuple[str, int]], out: 
     s3 = server.client()
     jobs = [(os.path.join(out, "pack", "data.ufs"), "pack/data.ufs"),
             (os.path.join(out, "pack", "index.ufs"), "pack/index.ufs")]  # data first, then its index
+    if any(n.startswith("ufspack_block") for n in loaders):
+        jobs[2:2] = [(os.path.join(out, "pack-shuffled", "data.ufs"), "pack-shuffled/data.ufs"),
+                     (os.path.join(out, "pack-shuffled", "index.ufs"), "pack-shuffled/index.ufs")]
     if any(n.startswith("s3torch") for n in loaders):
         jobs += [(os.path.join(tree, n), f"loose/{n}") for n, _ in peer_samples]
     for loader, sub in (("litdata", "litdata"), ("streaming", "mds"), ("webdataset", "wds")):
@@ -293,10 +309,12 @@ def upload(server: Server, tree: str, peer_samples: List[Tuple[str, int]], out: 
             s3.upload_file(path, BUCKET, key, Config=cfg)
 
     t0 = time.perf_counter()
-    for job in jobs[:2]:
-        put(job)
+    for job in jobs:  # each pack's data.ufs before its index.ufs
+        if job[1].endswith(".ufs"):
+            put(job)
+    jobs = [j for j in jobs if not j[1].endswith(".ufs")]
     with ThreadPoolExecutor(16) as ex:
-        list(ex.map(put, jobs[2:]))
+        list(ex.map(put, jobs))
     return time.perf_counter() - t0
 
 
@@ -349,9 +367,63 @@ def _end_epoch(cfg: Dict[str, Any], res: Dict[str, Any], epoch: int, t0: float, 
     _mark_log(cfg, res, epoch)
 
 
+def run_ufspack_block(cfg: Dict[str, Any], loader: str) -> Dict[str, Any]:
+    """ufspack_block / ufspack_block_dl2: BlockSampler order, sample by sample."""
+    import ufspack
+
+    res: Dict[str, Any] = {}
+    s0 = _stats()
+    t0 = time.perf_counter()
+    pack = ufspack.Pack(f"s3://{BUCKET}/pack-shuffled", cache=False)
+    workers = 2 if loader == "ufspack_block_dl2" else 0
+    sampler = ufspack.BlockSampler(pack, block_bytes=BLOCK_BYTES, window=BLOCK_WINDOW, seed=SEED,
+                                   batch_size=BATCH, num_workers=workers)
+    if workers:
+        import torch.utils.data as tud
+
+        loader_ = tud.DataLoader(pack, batch_size=BATCH, sampler=sampler, num_workers=workers,
+                                 collate_fn=_list_collate, persistent_workers=True)
+    for epoch in _epochs(cfg):
+        if epoch == 2:
+            s0 = _stats()
+            t0 = time.perf_counter()
+        sampler.set_epoch(epoch)
+        batches = iter(loader_) if workers else _batches_of(pack, sampler)
+        got = nbytes = 0
+        for data in batches:
+            got += len(data)
+            nbytes += sum(len(x) for x in data)
+            if epoch == 1 and "ttfb_s" not in res:
+                res["ttfb_s"] = time.perf_counter() - t0
+                if cfg.get("ttfb_only"):
+                    break
+        if cfg.get("ttfb_only"):
+            break
+        _end_epoch(cfg, res, epoch, t0, got, nbytes, stats_since=s0)
+        if not workers:
+            res[f"epoch{epoch}_block_stats"] = pack._handle.get().block_stats()
+    res["disk_peak_bytes"] = 0
+    res["max_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return res
+
+
+def _batches_of(pack: Any, sampler: Any) -> Iterator[List[bytes]]:
+    """Batches of BATCH samples read one by one with pack[i] (torch 1.13's way)."""
+    batch: List[bytes] = []
+    for i in sampler:
+        batch.append(pack[i])
+        if len(batch) == BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
 def run_ufspack(cfg: Dict[str, Any], loader: str, tmp: str) -> Dict[str, Any]:
     import ufspack
 
+    if loader.startswith("ufspack_block"):
+        return run_ufspack_block(cfg, loader)
     res: Dict[str, Any] = {}
     if loader == "ufspack_local":
         url = cfg["local_pack"]
