@@ -50,18 +50,25 @@ class BlockFile::State {
         owner_(::getpid()) {}
 
   ~State() {
+    // A child of fork() has none of the parent's threads, and one of them
+    // may have held mu_ at the fork: the child touches neither (their
+    // handles are leaked; a join would wait for a thread that is not there).
+    if (ForkedAway()) return;  // not reached: ~BlockFile leaks it
     {
       std::lock_guard<std::mutex> l(mu_);
       stop_ = true;
     }
     cv_.notify_all();
-    // A child of fork() has none of the parent's threads: their handles
-    // are left alone (a join would wait for a thread that is not there).
-    if (threads_ != nullptr && ::getpid() == owner_) {
+    if (threads_ != nullptr) {
       for (std::thread& t : *threads_) t.join();
       delete threads_;
     }
   }
+
+  // In a child of fork(): this object's threads and lock state are the
+  // parent's, and destroying it (joining, locking, destroying a condition
+  // variable threads were waiting on) could hang.
+  bool ForkedAway() const { return ::getpid() != owner_; }
 
   // The block holding [offset, offset + n), or false: the read bypasses
   // the blocks.
@@ -286,7 +293,11 @@ BlockFile::BlockFile(std::unique_ptr<RandomAccessFile> inner,
       state_(std::make_unique<State>(inner_.get(), data_size, options,
                                      std::move(extents))) {}
 
-BlockFile::~BlockFile() = default;
+BlockFile::~BlockFile() {
+  // A child of fork() leaks the parent's state (see ForkedAway): a few
+  // kept blocks, once per process that drops an inherited reader.
+  if (state_->ForkedAway()) static_cast<void>(state_.release());
+}
 
 Status BlockFile::Read(uint64_t offset, size_t n, char* scratch,
                        size_t* bytes_read) const {

@@ -4,6 +4,8 @@
 // one request per block however many records and threads read it, failed
 // fetches never kept, blocks grouped as documented.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -314,6 +316,37 @@ TEST(BlockReadsTest, MemoryStaysWithinTheCacheBound) {
   }
   // The second pass fetches every block again (only two are kept).
   EXPECT_GE(file->reads_ - opened, 2 * blocks - 2);
+}
+
+TEST(BlockReadsTest, AForkedChildDropsAnInheritedReaderAndReadsItsOwn) {
+  // The parent's prefetch threads are running (one fetching, the others
+  // waiting on the queue) when it forks; the child destroys its copy of
+  // the reader, which must neither hang nor crash, then opens its own.
+  Fixture f;
+  MakePack(&f);
+  CountingFile* file;
+  std::unique_ptr<Reader> r = OpenCounting(f, 16384, &file);
+  file->delay_us_ = 20000;
+  std::vector<uint64_t> all(r->size());
+  for (uint64_t i = 0; i < all.size(); ++i) all[i] = i;
+  ASSERT_TRUE(r->PrefetchBlocks(all.data(), all.size()).ok());
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(20);  // a hang fails the test instead of blocking it
+    r.reset();
+    CountingFile* mine;
+    std::unique_ptr<Reader> own = OpenCounting(f, 16384, &mine);
+    std::string got;
+    const bool ok = own->Read(5, &got).ok() && got == f.expected[5];
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  std::string got;
+  ASSERT_TRUE(r->Read(5, &got).ok());
+  EXPECT_TRUE(got == f.expected[5]);
 }
 
 TEST(BlockReadsTest, MergedPacksHaveBlocksPerPart) {
