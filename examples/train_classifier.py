@@ -14,6 +14,10 @@ torchvision's pixels but not equal (docs/transforms.md).
 
 With --val <dir or pack> each epoch ends with the validation loss and
 accuracy, on the centre crop (Resize + CenterCrop) of every sample.
+
+--sampler block (with --ufspack) reads the training pack block by block with
+ufspack.BlockSampler (--block-bytes, --window) instead of shuffle=True: the
+same epochs, a different order (bench/train_parity.sh compares the two).
 """
 
 import argparse
@@ -74,9 +78,14 @@ def main():
     ap.add_argument("--arch", choices=["tiny", "cnn"], default="tiny")
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--momentum", type=float, default=0.0)
+    ap.add_argument("--sampler", choices=["random", "block"], default="random")
+    ap.add_argument("--block-bytes", type=int, default=8 << 20)
+    ap.add_argument("--window", type=int, default=16)
     args = ap.parse_args()
     if args.fast_transforms != "off" and not args.ufspack:
         ap.error("--fast-transforms needs --ufspack")
+    if args.sampler == "block" and not args.ufspack:
+        ap.error("--sampler block needs --ufspack")
 
     torch.manual_seed(args.seed)
     normalize = transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
@@ -87,9 +96,14 @@ def main():
         normalize,
     ])
     train_dataset = make_dataset(args, args.data, transform)
+    sampler = None
+    if args.sampler == "block":
+        sampler = ufspack.BlockSampler(train_dataset, block_bytes=args.block_bytes, window=args.window,
+                                       seed=args.seed, batch_size=args.batch_size,
+                                       num_workers=args.workers)
     loader = torch.utils.data.DataLoader(
-        train_dataset, batch_size=args.batch_size, shuffle=True, num_workers=args.workers,
-        generator=torch.Generator().manual_seed(args.seed))
+        train_dataset, batch_size=args.batch_size, shuffle=sampler is None, sampler=sampler,
+        num_workers=args.workers, generator=torch.Generator().manual_seed(args.seed))
     val_loader = None
     if args.val:
         val_transform = transforms.Compose([
@@ -105,6 +119,8 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     print(f"{len(train_dataset)} samples, classes {train_dataset.classes}")
     for epoch in range(args.epochs):
+        if sampler is not None:
+            sampler.set_epoch(epoch)
         total, steps = 0.0, 0
         for step, (images, target) in enumerate(loader):
             loss = F.cross_entropy(model(images), target)

@@ -56,8 +56,10 @@ struct RemoteOptions {
   uint64_t coalesce_gap = 16 << 10;
   // No request asks for more than this many bytes: merging stops there,
   // and a larger read (an index, a warm-up run) is split into requests of
-  // this size, sent concurrently.
-  uint64_t max_request_bytes = 8 << 20;
+  // this size, sent concurrently.  16 MiB: a block of block reads
+  // (ReaderOptions::block_bytes, 8 MiB by default, plus the record that
+  // ends past it) is one request.
+  uint64_t max_request_bytes = 16 << 20;
   // Attempts per request (the first included) on connection errors,
   // timeouts, HTTP 429/500/502/503/504 (S3's SlowDown) and short bodies;
   // backoff is exponential from 50 ms (capped at 2 s) with full jitter,
