@@ -115,7 +115,8 @@ def orders(pack_path: str, mean_size: float) -> List[Tuple[str, str, Callable[[i
             def streaming_order(epoch: int, block=block) -> np.ndarray:
                 return get_shuffle("py1e", shard_sizes, 1, 0, epoch, block)
 
-            ram = "whole dataset (disk)" if block >= n else f"{block} samples ({(block * mean_size) / (1 << 20):.0f} MiB)"
+            mib = (block * mean_size) / (1 << 20)
+            ram = "whole dataset (disk)" if block >= n else f"{block} samples ({mib:.0f} MiB)"
             out.append((name, ram, streaming_order))
     except ImportError:
         print("shuffle_quality: mosaicml-streaming not installed: skipped", file=sys.stderr)

@@ -142,8 +142,8 @@ def main() -> int:
     print(text)
     if args.out:
         os.makedirs(args.out, exist_ok=True)
-        json.dump({"runs": runs, "medians": med, "delay_ms": args.delay_ms}, open(os.path.join(args.out, "results.json"), "w"),
-                  indent=1)
+        json.dump({"runs": runs, "medians": med, "delay_ms": args.delay_ms},
+                  open(os.path.join(args.out, "results.json"), "w"), indent=1)
         open(os.path.join(args.out, "table.md"), "w").write(text + "\n")
     return 0
 

@@ -115,16 +115,19 @@ class BlockReads:
         self._gen = 0
         self._seq: Optional[np.ndarray] = None  # this process's samples, in order
         self._pos: Optional[np.ndarray] = None  # sample -> position in _seq (-1)
-        self._next = 0  # _seq[:_next] asked for already
+        # Where each window of _seq starts (and its end); None: _seq is not
+        # in windows (the interleaved order of lanes read by one process).
+        self._bounds: Optional[np.ndarray] = None
+        self._asked = -1  # windows [0, _asked] asked for already
+        self._next = 0  # without windows: _seq[:_next] asked for already
         self._warned = False
 
     @property
     def cache_bytes(self) -> int:
-        """The memory bound per process: room for the window being read,
-        the next one fetched while it is read, ``prefetch`` blocks beyond,
-        and two blocks of slack (a block's extent exceeds block_bytes by up
-        to one record)."""
-        return (2 * self.cfg.window + self.prefetch + 2) * self.cfg.block_bytes
+        """The memory bound per process: the window being read, the
+        ``prefetch`` windows fetched while it is read, and two blocks of
+        slack (a block's extent exceeds block_bytes by up to one record)."""
+        return ((1 + self.prefetch) * self.cfg.window + 2) * self.cfg.block_bytes
 
     def plan(self, reader: Any, sample_records: Optional[np.ndarray]) -> Plan:
         if self._plan is None:
@@ -133,8 +136,9 @@ class BlockReads:
 
     def before(self, samples: Sequence[int], reader: Any, sample_records: Optional[np.ndarray]) -> None:
         """Called with the samples about to be read: starts the background
-        fetches of the blocks this process needs next.  Never raises for a
-        sample outside the order (it is read on demand)."""
+        fetches of the blocks this process needs next (those of the window
+        being read and of the ``prefetch`` windows after it).  Never raises
+        for a sample outside the order (it is read on demand)."""
         gen, epoch, resume, complete = self.shared.read()
         if gen == 0 or not complete:
             return
@@ -145,25 +149,34 @@ class BlockReads:
         p = max(int(self._pos[s]) for s in samples) if len(samples) else -1
         if p < 0:
             return
-        ahead = int((self.cfg.window + self.prefetch) * self._plan.samples_per_block) + 1
-        target = min(len(self._seq), p + ahead)
-        if target > self._next:
-            want = self._seq[self._next : target]
-            if sample_records is not None:
-                want = sample_records[want]
-            reader.prefetch_blocks(np.ascontiguousarray(want, dtype=np.int64))
-            self._next = target
+        if self._bounds is not None:
+            w = int(np.searchsorted(self._bounds, p, side="right")) - 1
+            last = min(w + self.prefetch, len(self._bounds) - 2)
+            if last <= self._asked:
+                return
+            a, b = self._bounds[self._asked + 1], self._bounds[last + 1]
+            self._asked = last
+        else:
+            a = self._next
+            b = min(len(self._seq), p + int(self.cfg.window * self._plan.samples_per_block) + 1)
+            if b <= a:
+                return
+            self._next = b
+        want = self._seq[a:b]
+        if sample_records is not None:
+            want = sample_records[want]
+        reader.prefetch_blocks(np.ascontiguousarray(want, dtype=np.int64))
 
     def _load(self, reader: Any, sample_records: Optional[np.ndarray], epoch: int,
               resume: Optional[_schedule.Resume]) -> None:
         plan = self.plan(reader, sample_records)
-        order, lanes = _schedule.epoch_order(plan.first, plan.members, plan.block_of, self.cfg, epoch,
-                                            self.replicas, self.rank, resume)
-        seq = order
+        order, lanes, bounds = _schedule.epoch_order(plan.first, plan.members, plan.block_of,
+                                                     self.cfg, epoch, self.replicas, self.rank, resume)
+        seq, windows = order, (bounds[0] if self.cfg.lanes == 1 else None)
         info = _worker_info()
         if info is not None and info.num_workers > 1:
             if self.cfg.lanes == info.num_workers:
-                seq = lanes[info.id]
+                seq, windows = lanes[info.id], bounds[info.id]
             elif not self._warned:
                 self._warned = True
                 warnings.warn(
@@ -174,9 +187,10 @@ class BlockReads:
                     UserWarning,
                     stacklevel=3,
                 )
+                windows = None
         pos = np.full(len(plan.block_of), -1, dtype=np.int64)
         pos[seq] = np.arange(len(seq))
-        self._seq, self._pos, self._next = seq, pos, 0
+        self._seq, self._pos, self._bounds, self._asked, self._next = seq, pos, windows, -1, 0
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
@@ -184,6 +198,8 @@ class BlockReads:
             state[k] = None  # computed again in each process
         state["_gen"] = 0
         state["_next"] = 0
+        state["_bounds"] = None
+        state["_asked"] = -1
         return state
 
 

@@ -17,8 +17,10 @@ An epoch, for rank ``r`` of ``R`` (docs/remote.md, "Block reads"):
    ``j % lanes``, so lane ``l`` holds exactly the batches ``l, l + lanes,
    ...``, and a worker reads blocks no other worker reads (except the one
    block a stretch boundary may split);
-4. each lane's samples cut into windows of ``window`` consecutive blocks,
-   and each window's samples permuted (``shuffle``);
+4. each lane's samples cut into windows of consecutive blocks, and each
+   window's samples permuted (``shuffle``): windows of ``window`` blocks,
+   except that a lane's first windows grow 1, 2, 4, ... blocks up to it, so
+   that its first batch waits for one block, not ``window`` of them;
 5. the lanes' batches interleaved: batch ``j`` is lane ``j % lanes``'s next.
 """
 
@@ -97,19 +99,34 @@ def lane_sizes(n: int, batch_size: int, lanes: int) -> List[int]:
     return sizes
 
 
+def window_starts(blocks: int, window: int) -> np.ndarray:
+    """Step 4's windows over a lane's ``blocks`` runs of blocks: the index of
+    each window's first block (sizes 1, 2, 4, ... then ``window``)."""
+    starts, at, size = [], 0, 1
+    while at < blocks and size < window:
+        starts.append(at)
+        at += size
+        size *= 2
+    return np.concatenate((np.array(starts, dtype=np.int64),
+                           np.arange(at, blocks, window, dtype=np.int64)))
+
+
 def shuffle_windows(part: np.ndarray, block_of: np.ndarray, cfg: Config, epoch: int,
-                    rank: int, lane: int) -> np.ndarray:
-    """Step 4 on one lane's samples ``part`` (``block_of``: their blocks)."""
-    if not cfg.shuffle or len(part) == 0:
-        return part
+                    rank: int, lane: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Step 4 on one lane's samples ``part`` (``block_of``: their blocks):
+    (the samples, window by window; where each window starts, and the end)."""
+    if len(part) == 0:
+        return part, np.zeros(1, dtype=np.int64)
     change = np.flatnonzero(np.diff(block_of)) + 1
     run_starts = np.concatenate(([0], change))
-    bounds = np.concatenate((run_starts[:: cfg.window], [len(part)]))
+    bounds = np.concatenate((run_starts[window_starts(len(run_starts), cfg.window)], [len(part)]))
+    if not cfg.shuffle:
+        return part, bounds
     rng = _rng(cfg.seed, epoch, 1 + rank, lane)
     out = part.copy()
     for a, b in zip(bounds[:-1], bounds[1:]):
         out[a:b] = rng.permutation(part[a:b])
-    return out
+    return out, bounds
 
 
 def interleave(lanes: List[np.ndarray], batch_size: int) -> np.ndarray:
@@ -132,22 +149,27 @@ def interleave(lanes: List[np.ndarray], batch_size: int) -> np.ndarray:
 
 
 def arrange(slice_: np.ndarray, block_of_sample: np.ndarray, cfg: Config, epoch: int,
-            rank: int) -> Tuple[np.ndarray, List[np.ndarray]]:
-    """Steps 3 to 5 on a rank's samples: (the order, each lane's part of it)."""
+            rank: int) -> Tuple[np.ndarray, List[np.ndarray], List[np.ndarray]]:
+    """Steps 3 to 5 on a rank's samples: (the order, each lane's part of
+    it, each part's window bounds)."""
     sizes = lane_sizes(len(slice_), cfg.batch_size, cfg.lanes)
-    parts = []
+    parts, bounds = [], []
     at = 0
     for lane, size in enumerate(sizes):
         part = slice_[at : at + size]
-        parts.append(shuffle_windows(part, block_of_sample[part], cfg, epoch, rank, lane))
+        shuffled, b = shuffle_windows(part, block_of_sample[part], cfg, epoch, rank, lane)
+        parts.append(shuffled)
+        bounds.append(b)
         at += size
-    return interleave(parts, cfg.batch_size), parts
+    return interleave(parts, cfg.batch_size), parts, bounds
 
 
 def epoch_order(first: np.ndarray, members: np.ndarray, block_of_sample: np.ndarray, cfg: Config,
                 epoch: int, replicas: int, rank: int,
-                resume: Optional[Resume] = None) -> Tuple[np.ndarray, List[np.ndarray]]:
-    """Rank ``rank``'s order for ``epoch`` (and each lane's part of it).
+                resume: Optional[Resume] = None
+                ) -> Tuple[np.ndarray, List[np.ndarray], List[np.ndarray]]:
+    """Rank ``rank``'s order for ``epoch`` (and, as :func:`arrange`, each
+    lane's part of it and its windows).
 
     With ``resume`` (this epoch, interrupted): only the samples no rank had
     yielded, each once, shared out again among ``replicas`` ranks, which may
@@ -163,7 +185,7 @@ def epoch_order(first: np.ndarray, members: np.ndarray, block_of_sample: np.ndar
     seen = np.zeros(len(block_of_sample), dtype=bool)
     rest = []
     for r in range(resume.replicas):
-        old, _ = epoch_order(first, members, block_of_sample, old_cfg, epoch, resume.replicas, r,
+        old, _, _ = epoch_order(first, members, block_of_sample, old_cfg, epoch, resume.replicas, r,
                              resume.previous)
         seen[old[: resume.yielded]] = True
         rest.append(old[resume.yielded :])

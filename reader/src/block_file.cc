@@ -2,6 +2,7 @@
 
 #include "block_file.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,17 +21,48 @@ namespace internal {
 
 namespace {
 
+// A block's bytes in memory of their own (mmap), so that a dropped block
+// goes back to the system at once: blocks of 8 MiB through malloc are
+// taken from its arenas once it has freed a few (glibc raises its mmap
+// threshold to the largest chunk freed), and the process's resident set
+// then grows past the cache's bound.
+class Buffer {
+ public:
+  explicit Buffer(size_t size) : size_(size) {
+    if (size_ > 0) {
+      void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      data_ = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+    }
+  }
+  ~Buffer() {
+    if (data_ != nullptr) ::munmap(data_, size_);
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  // False when the mapping failed (out of memory).
+  bool ok() const { return size_ == 0 || data_ != nullptr; }
+  char* data() { return data_; }
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  char* data_ = nullptr;
+  size_t size_;
+};
+using Bytes = std::shared_ptr<const Buffer>;
+
 // One block's fetch, shared by the thread doing it and those waiting.
 struct Fetch {
   bool done = false;
   Status status;
-  std::shared_ptr<const std::string> bytes;
+  Bytes bytes;
 };
 
 // A block on its way to a read: kept already, or being fetched.
 struct Want {
   uint64_t block = 0;
-  std::shared_ptr<const std::string> bytes;  // kept
+  Bytes bytes;  // kept
   std::shared_ptr<Fetch> fetch;              // in flight
   bool mine = false;                         // this caller fetches it
 };
@@ -92,14 +124,14 @@ class BlockFile::State {
   }
 
   // Ends this caller's fetch of `want`'s block with `status` and `bytes`.
-  void Finish(const Want& want, Status status, std::string bytes) {
+  void Finish(const Want& want, Status status, std::unique_ptr<Buffer> bytes) {
     {
       std::lock_guard<std::mutex> l(mu_);
       in_flight_.erase(want.block);
       want.fetch->status = std::move(status);
       if (want.fetch->status.ok()) {
-        fetched_bytes_ += bytes.size();
-        auto kept = std::make_shared<const std::string>(std::move(bytes));
+        fetched_bytes_ += bytes->size();
+        Bytes kept(std::move(bytes));
         want.fetch->bytes = kept;
         Keep(want.block, std::move(kept));
       }
@@ -109,7 +141,7 @@ class BlockFile::State {
   }
 
   // The bytes of a wanted block, waiting for its fetch.
-  Status Wait(const Want& want, std::shared_ptr<const std::string>* bytes) {
+  Status Wait(const Want& want, Bytes* bytes) {
     if (want.bytes) {
       *bytes = want.bytes;
       return Status::OK();
@@ -122,14 +154,26 @@ class BlockFile::State {
   }
 
   // Reads block `want.block`'s extent from the file underneath.
-  Status FetchInto(uint64_t k, std::string* bytes) {
-    const Extent& e = extents_[k];
-    bytes->resize(e.end - e.begin);
+  Status FetchInto(uint64_t k, std::unique_ptr<Buffer>* bytes) {
+    UFSPACK_RETURN_IF_ERROR(Allocate(k, bytes));
     size_t got = 0;
     fetches_++;
-    Status s = inner_->Read(e.begin, bytes->size(), bytes->data(), &got);
-    if (s.ok() && got != bytes->size()) s = ShortRead(k, got);
+    Status s = inner_->Read(extents_[k].begin, (*bytes)->size(),
+                            (*bytes)->data(), &got);
+    if (s.ok() && got != (*bytes)->size()) s = ShortRead(k, got);
     return s;
+  }
+
+  // Room for block k's extent.
+  Status Allocate(uint64_t k, std::unique_ptr<Buffer>* bytes) const {
+    const Extent& e = extents_[k];
+    *bytes = std::make_unique<Buffer>(e.end - e.begin);
+    if (!(*bytes)->ok()) {
+      return Status::IOError(inner_->name() + ": block " + std::to_string(k) +
+                             ": out of memory for " +
+                             std::to_string(e.end - e.begin) + " bytes");
+    }
+    return Status::OK();
   }
 
   Status ShortRead(uint64_t k, size_t got) const {
@@ -219,7 +263,7 @@ class BlockFile::State {
     return w;
   }
 
-  void Keep(uint64_t k, std::shared_ptr<const std::string> bytes) {
+  void Keep(uint64_t k, Bytes bytes) {
     kept_bytes_ += bytes->size();
     lru_.push_front(k);
     kept_[k] = Kept{std::move(bytes), lru_.begin(), 0};
@@ -250,14 +294,14 @@ class BlockFile::State {
         w = GetLocked(k);
         if (!w.mine) continue;
       }
-      std::string bytes;
+      std::unique_ptr<Buffer> bytes;
       Status s = FetchInto(w.block, &bytes);
       Finish(w, std::move(s), std::move(bytes));
     }
   }
 
   struct Kept {
-    std::shared_ptr<const std::string> bytes;
+    Bytes bytes;
     std::list<uint64_t>::iterator lru;
     uint64_t served;  // reads served from it
   };
@@ -308,11 +352,11 @@ Status BlockFile::Read(uint64_t offset, size_t n, char* scratch,
   }
   Want w = state_->Get(k);
   if (w.mine) {
-    std::string bytes;
+    std::unique_ptr<Buffer> bytes;
     Status s = state_->FetchInto(k, &bytes);
     state_->Finish(w, std::move(s), std::move(bytes));
   }
-  std::shared_ptr<const std::string> bytes;
+  Bytes bytes;
   UFSPACK_RETURN_IF_ERROR(state_->Wait(w, &bytes));
   std::memcpy(scratch, bytes->data() + (offset - state_->extent(k).begin), n);
   *bytes_read = n;
@@ -341,23 +385,24 @@ Status BlockFile::ReadMany(ReadOp* ops, size_t count, size_t* failed) const {
   // This caller's fetches, all at once.
   std::vector<ReadOp> fetch_ops;
   std::vector<size_t> fetch_of;
-  std::vector<std::string> fetched;
+  std::vector<std::unique_ptr<Buffer>> fetched;
   for (size_t w = 0; w < wants.size(); ++w) {
     if (wants[w].mine) fetch_of.push_back(w);
   }
   fetched.resize(fetch_of.size());
-  for (size_t f = 0; f < fetch_of.size(); ++f) {
-    const Extent& e = state_->extent(wants[fetch_of[f]].block);
-    fetched[f].resize(e.end - e.begin);
+  Status fetch_status;
+  for (size_t f = 0; f < fetch_of.size() && fetch_status.ok(); ++f) {
+    const uint64_t k = wants[fetch_of[f]].block;
+    fetch_status = state_->Allocate(k, &fetched[f]);
+    if (!fetch_status.ok()) break;
     ReadOp op;
-    op.offset = e.begin;
-    op.n = fetched[f].size();
-    op.dst = fetched[f].data();
+    op.offset = state_->extent(k).begin;
+    op.n = fetched[f]->size();
+    op.dst = fetched[f]->data();
     fetch_ops.push_back(op);
   }
-  Status fetch_status;
   size_t fetch_failed = fetch_ops.size();
-  if (!fetch_ops.empty()) {
+  if (fetch_status.ok() && !fetch_ops.empty()) {
     state_->CountFetches(fetch_ops.size());
     fetch_status =
         inner_->ReadMany(fetch_ops.data(), fetch_ops.size(), &fetch_failed);
@@ -368,6 +413,7 @@ Status BlockFile::ReadMany(ReadOp* ops, size_t count, size_t* failed) const {
     if (s.ok() && fetch_ops[f].got != fetch_ops[f].n) {
       s = state_->ShortRead(w.block, fetch_ops[f].got);
     }
+    if (fetched[f] == nullptr) fetched[f] = std::make_unique<Buffer>(0);
     state_->Finish(w, std::move(s), std::move(fetched[f]));
   }
   // Reads outside the blocks.
@@ -387,7 +433,7 @@ Status BlockFile::ReadMany(ReadOp* ops, size_t count, size_t* failed) const {
     }
   }
   // Every op from its block.
-  std::vector<std::shared_ptr<const std::string>> bytes(wants.size());
+  std::vector<Bytes> bytes(wants.size());
   for (size_t w = 0; w < wants.size(); ++w) {
     Status s = state_->Wait(wants[w], &bytes[w]);
     if (!s.ok()) {
