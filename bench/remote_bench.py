@@ -403,8 +403,17 @@ def run_ufspack_block(cfg: Dict[str, Any], loader: str) -> Dict[str, Any]:
         if not workers:
             res[f"epoch{epoch}_block_stats"] = pack._handle.get().block_stats()
     res["disk_peak_bytes"] = 0
-    res["max_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    res["peak_rss_bytes"] = _peak_rss()
     return res
+
+
+def _peak_rss() -> int:
+    """This process's peak resident set (VmHWM: ru_maxrss would carry the
+    harness's own peak over the exec)."""
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
 
 
 def _batches_of(pack: Any, sampler: Any) -> Iterator[List[bytes]]:

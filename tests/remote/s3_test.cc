@@ -396,5 +396,65 @@ TEST_F(FaultTest, BatchUnderFaultsIsExactWithOneRequestPerRecord) {
   }
 }
 
+// Block reads (ReaderOptions::block_bytes) over S3: a block fetch is a
+// ranged GET like any other, retried on 5xx, dropped connections and
+// truncated bodies; the records come out exact, with one request per block.
+TEST_F(FaultTest, BlockFetchesAreRetriedAndExact) {
+  ReaderOptions o;
+  o.block_bytes = 256 << 10;
+  std::unique_ptr<Reader> blocks;
+  Status s = Reader::Open(url_, o, &blocks);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::vector<uint64_t> first, members;
+  ASSERT_TRUE(blocks->BlockMembers(o.block_bytes, &first, &members).ok());
+  server_->Reset();
+  server_->Faults(
+      R"([{"method": "GET", "path": "data.ufs", "count": 2, "action": "status",)"
+      R"( "status": 503, "code": "SlowDown"},)"
+      R"( {"method": "GET", "path": "data.ufs", "count": 1, "action": "drop"},)"
+      R"( {"method": "GET", "path": "data.ufs", "count": 1, "action": "truncate",)"
+      R"( "after_bytes": 1000}])");
+  const RemoteStats before = GetRemoteStats();
+  for (uint64_t i : members) {
+    std::string out;
+    s = blocks->Read(i, &out);
+    ASSERT_TRUE(s.ok()) << i << ": " << s.ToString();
+    ASSERT_EQ(out, (*items_)[i].bytes) << i;
+  }
+  const BlockReadStats st = blocks->block_stats();
+  size_t nonempty = 0;
+  for (size_t b = 0; b + 1 < first.size(); ++b)
+    nonempty += first[b + 1] > first[b];
+  EXPECT_EQ(st.block_fetches, nonempty);
+  // The two 503s and the dropped connection at least (a body cut short is
+  // retried too, as a short read or a transfer error).
+  EXPECT_GE(GetRemoteStats().retries - before.retries, 3u);
+  // Every GET that succeeded is a whole block: at most one per block, plus
+  // the truncated one (logged as 206 before its body was cut).
+  const std::string log = LogOf(nonempty + 4);
+  EXPECT_LE(CountOf(log, "\"status\": 206"), nonempty + 1) << log;
+}
+
+TEST_F(FaultTest, AFailedBlockFetchIsNotKeptAndNamesTheUrl) {
+  ReaderOptions o;
+  o.block_bytes = 256 << 10;
+  std::unique_ptr<Reader> blocks;
+  Status s = Reader::Open(url_, o, &blocks);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  server_->Reset();
+  server_->Faults(
+      R"({"method": "GET", "path": "data.ufs", "count": 4, "action": "status",)"
+      R"( "status": 503, "code": "SlowDown"})");
+  std::string out;
+  s = blocks->Read(150, &out);
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_TRUE(test::Contains(s, url_ + "/data.ufs")) << s.ToString();
+  EXPECT_TRUE(test::Contains(s, "HTTP 503 SlowDown")) << s.ToString();
+  // The faults are used up: the block is fetched again, and served.
+  s = blocks->Read(150, &out);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(out, (*items_)[150].bytes);
+}
+
 }  // namespace
 }  // namespace ufspack
