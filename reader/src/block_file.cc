@@ -62,9 +62,9 @@ struct Fetch {
 // A block on its way to a read: kept already, or being fetched.
 struct Want {
   uint64_t block = 0;
-  Bytes bytes;  // kept
-  std::shared_ptr<Fetch> fetch;              // in flight
-  bool mine = false;                         // this caller fetches it
+  Bytes bytes;                   // kept
+  std::shared_ptr<Fetch> fetch;  // in flight
+  bool mine = false;             // this caller fetches it
 };
 
 constexpr size_t kMaxQueued = 4096;
@@ -195,7 +195,7 @@ class BlockFile::State {
         if (k >= extents_.size() || extents_[k].begin == UINT64_MAX) continue;
         if (kept_.count(k) || in_flight_.count(k)) continue;
         if (queue_.size() >= kMaxQueued) break;
-        queue_.push_back(k);
+        queue_.push_back({k, ReadsOf(k)});
         queued = true;
       }
       if (queued && threads_ == nullptr) StartThreads();
@@ -208,6 +208,8 @@ class BlockFile::State {
   void Served(uint64_t k) {
     served_++;
     std::lock_guard<std::mutex> l(mu_);
+    if (reads_.empty()) reads_.assign(extents_.size(), 0);
+    reads_[k]++;
     auto kept = kept_.find(k);
     if (kept == kept_.end()) return;
     if (++kept->second.served >= extents_[k].records) {
@@ -239,6 +241,11 @@ class BlockFile::State {
       have_extents_ = true;
     }
     return extents_status_;
+  }
+
+  // REQUIRES: mu_ held.
+  uint32_t ReadsOf(uint64_t k) const {
+    return k < reads_.size() ? reads_[k] : 0;
   }
 
   Want GetLocked(uint64_t k) {
@@ -289,8 +296,11 @@ class BlockFile::State {
         std::unique_lock<std::mutex> l(mu_);
         cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
         if (stop_) return;
-        const uint64_t k = queue_.front();
+        const auto [k, reads] = queue_.front();
         queue_.pop_front();
+        // Read since it was asked for: fetched on demand meanwhile (and
+        // maybe read through and dropped already): not again.
+        if (ReadsOf(k) != reads) continue;
         w = GetLocked(k);
         if (!w.mine) continue;
       }
@@ -324,7 +334,12 @@ class BlockFile::State {
   std::list<uint64_t> lru_;
   uint64_t kept_bytes_ = 0;
   std::unordered_map<uint64_t, std::shared_ptr<Fetch>> in_flight_;
-  std::deque<uint64_t> queue_;
+  // Blocks to prefetch, each with ReadsOf() when it was asked for.
+  std::deque<std::pair<uint64_t, uint32_t>> queue_;
+  // Reads served from each block so far (the blocks read since a prefetch
+  // was asked for are not fetched for it).
+  // Sized to the blocks on first use (4 bytes a block).
+  std::vector<uint32_t> reads_;
   std::vector<std::thread>* threads_ = nullptr;
   bool stop_ = false;
   std::atomic<uint64_t> fetches_{0}, fetched_bytes_{0};
