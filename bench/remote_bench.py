@@ -367,6 +367,31 @@ def _end_epoch(cfg: Dict[str, Any], res: Dict[str, Any], epoch: int, t0: float, 
     _mark_log(cfg, res, epoch)
 
 
+def _timed_epochs(cfg: Dict[str, Any], res: Dict[str, Any], t0: float, s0: Dict[str, int],
+                  batches_for: Callable[[int], Iterator[List[bytes]]],
+                  after: Optional[Callable[[int], None]] = None) -> None:
+    """Reads each epoch's batches (lists of sample bytes) into res: epoch 1
+    timed from t0 (the dataset's construction included), epoch 2 from its
+    start; the first batch's time as ttfb_s."""
+    for epoch in _epochs(cfg):
+        if epoch == 2:
+            s0 = _stats()
+            t0 = time.perf_counter()
+        got = nbytes = 0
+        for data in batches_for(epoch):
+            got += len(data)
+            nbytes += sum(len(x) for x in data)
+            if epoch == 1 and "ttfb_s" not in res:
+                res["ttfb_s"] = time.perf_counter() - t0
+                if cfg.get("ttfb_only"):
+                    break
+        if cfg.get("ttfb_only"):
+            break
+        _end_epoch(cfg, res, epoch, t0, got, nbytes, stats_since=s0)
+        if after is not None:
+            after(epoch)
+
+
 def run_ufspack_block(cfg: Dict[str, Any], loader: str) -> Dict[str, Any]:
     """ufspack_block / ufspack_block_dl2: BlockSampler order, sample by sample."""
     import ufspack
@@ -383,25 +408,15 @@ def run_ufspack_block(cfg: Dict[str, Any], loader: str) -> Dict[str, Any]:
 
         loader_ = tud.DataLoader(pack, batch_size=BATCH, sampler=sampler, num_workers=workers,
                                  collate_fn=_list_collate, persistent_workers=True)
-    for epoch in _epochs(cfg):
-        if epoch == 2:
-            s0 = _stats()
-            t0 = time.perf_counter()
+    def batches_for(epoch: int) -> Iterator[List[bytes]]:
         sampler.set_epoch(epoch)
-        batches = iter(loader_) if workers else _batches_of(pack, sampler)
-        got = nbytes = 0
-        for data in batches:
-            got += len(data)
-            nbytes += sum(len(x) for x in data)
-            if epoch == 1 and "ttfb_s" not in res:
-                res["ttfb_s"] = time.perf_counter() - t0
-                if cfg.get("ttfb_only"):
-                    break
-        if cfg.get("ttfb_only"):
-            break
-        _end_epoch(cfg, res, epoch, t0, got, nbytes, stats_since=s0)
+        return iter(loader_) if workers else _batches_of(pack, sampler)
+
+    def after(epoch: int) -> None:
         if not workers:
             res[f"epoch{epoch}_block_stats"] = pack._handle.get().block_stats()
+
+    _timed_epochs(cfg, res, t0, s0, batches_for, after)
     res["disk_peak_bytes"] = 0
     res["peak_rss_bytes"] = _peak_rss()
     return res
@@ -447,22 +462,7 @@ def run_ufspack(cfg: Dict[str, Any], loader: str, tmp: str) -> Dict[str, Any]:
     t0 = time.perf_counter()
     pack = ufspack.Pack(url, cache=ufspack.Cache(cache_dir) if loader == "ufspack_cache" else False)
     n = len(pack)
-    for epoch in _epochs(cfg):
-        if epoch == 2:
-            s0 = _stats()
-            t0 = time.perf_counter()
-        got = nbytes = 0
-        for b in _batches(_order(n, epoch)):
-            data = pack.read_many(b)
-            got += len(data)
-            nbytes += sum(len(x) for x in data)
-            if epoch == 1 and "ttfb_s" not in res:
-                res["ttfb_s"] = time.perf_counter() - t0
-                if cfg.get("ttfb_only"):
-                    break
-        if cfg.get("ttfb_only"):
-            break
-        _end_epoch(cfg, res, epoch, t0, got, nbytes, stats_since=s0)
+    _timed_epochs(cfg, res, t0, s0, lambda epoch: (pack.read_many(b) for b in _batches(_order(n, epoch))))
     res["disk_peak_bytes"] = watch.stop()
     return res
 
