@@ -60,11 +60,7 @@ class Shared:
         self.words = multiprocessing.RawArray("q", _WORDS)
 
     def publish(self, epoch: int, resume: Optional[_schedule.Resume]) -> None:
-        stages = []
-        r = resume
-        while r is not None:
-            stages.append(r)
-            r = r.previous
+        stages = stage_list(resume)
         w = self.words
         w[1] = epoch
         if len(stages) > _MAX_STAGES:

@@ -120,6 +120,7 @@ class BlockSampler(_Base):
         self._yielded = 0
         self._stage: Optional[_schedule.Resume] = None  # what this epoch resumed from
         self._stage_len = 0
+        self._resume_len: Optional[int] = None  # len() of the pending resume
         self._reads = _block_reads.BlockReads(self.cfg, num_replicas, rank, int(prefetch),
                                               _block_reads.Shared())
         self._n = len(dataset)
@@ -146,7 +147,9 @@ class BlockSampler(_Base):
 
     def __len__(self) -> int:
         if self._resume is not None and self._resume.epoch == self.epoch:
-            return len(self._order(self._resume))
+            if self._resume_len is None:  # the whole order, once per loaded state
+                self._resume_len = len(self._order(self._resume))
+            return self._resume_len
         if self._stage is not None and self._stage.epoch == self.epoch:
             return self._stage_len  # the resumed epoch being iterated
         if self.cfg.drop_last:
@@ -222,3 +225,4 @@ class BlockSampler(_Base):
             resume = _schedule.Resume(int(e), int(rep), int(y), int(lanes), int(bs), resume)
         self.epoch = int(state["epoch"])
         self._resume = resume
+        self._resume_len = None

@@ -230,16 +230,16 @@ class BlockFile::State {
   std::atomic<uint64_t> served_{0}, bypassed_{0};
 
  private:
-  Status Extents() {
-    std::lock_guard<std::mutex> l(extents_mu_);
-    if (!have_extents_) {
+  // Computed by the first read (one pass over the index); every read
+  // asks, so after the first it costs one std::call_once check, no lock.
+  const Status& Extents() {
+    std::call_once(extents_once_, [this] {
       extents_.assign(
           (data_size_ + options_.block_bytes - 1) / options_.block_bytes,
           Extent());
       extents_status_ = extents_fn_(options_.block_bytes, &extents_);
       if (!extents_status_.ok()) extents_.clear();
-      have_extents_ = true;
-    }
+    });
     return extents_status_;
   }
 
@@ -322,10 +322,9 @@ class BlockFile::State {
   const ExtentsFn extents_fn_;
   const pid_t owner_;
 
-  std::mutex extents_mu_;
-  bool have_extents_ = false;
+  std::once_flag extents_once_;
   Status extents_status_;
-  std::vector<Extent> extents_;  // immutable once have_extents_
+  std::vector<Extent> extents_;  // immutable once extents_once_ has run
 
   std::mutex mu_;
   std::condition_variable cv_;
