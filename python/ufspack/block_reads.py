@@ -5,19 +5,20 @@ A :class:`ufspack.BlockSampler` attaches one :class:`BlockReads` to its
 dataset.  It travels with the dataset to DataLoader workers (fork or
 spawn).  In each process the pack is then opened with block reads
 (``_core.Reader(block_bytes=...)``), and before a sample is read its
-process computes, once per epoch, the order the sampler yields (the same
-pure function, from the epoch the sampler published in shared memory) and
-asks the reader to fetch, in the background, the blocks of its next
-samples: those of the current window and ``prefetch`` blocks beyond.  A
-worker reads only its own lane of the order, so no block is fetched by two
-workers (docs/remote.md, "Block reads").
+process makes, window by window, the part of the order the sampler yields
+that it reads (the same pure function, from the epoch the sampler
+published in shared memory) and asks the reader to fetch, in the
+background, the blocks of its next samples: those of the current window
+and of ``prefetch`` windows beyond.  A worker reads only its own lane of
+the order, so no block is fetched by two workers (docs/remote.md, "Block
+reads").
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import warnings
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 
@@ -30,24 +31,22 @@ _WORDS = 3 + 5 * _MAX_STAGES
 
 
 class Plan:
-    """The blocks of a dataset's samples: ``first``/``members`` (block b's
-    samples are ``members[first[b]:first[b + 1]]``) and each sample's block.
-    Computed from the index once per process (one pass, O(records))."""
+    """The blocks of a dataset's samples: block b's samples are
+    ``members[first[b]:first[b + 1]]``.  Computed from the index once per
+    process (one pass, O(records), in C++: Reader.block_members)."""
 
     def __init__(self, reader: Any, block_bytes: int, sample_records: Optional[np.ndarray]) -> None:
         first, members = reader.block_members(block_bytes)
         if sample_records is None:
             self.first, self.members = first, members
-            self.block_of = np.empty(len(members), dtype=np.int64)
-            self.block_of[members] = np.repeat(np.arange(len(first) - 1), np.diff(first))
         else:
             # Samples are a selection of the records: group them by their
             # record's block.
             block_of_record = np.empty(len(members), dtype=np.int64)
             block_of_record[members] = np.repeat(np.arange(len(first) - 1), np.diff(first))
-            self.block_of = block_of_record[sample_records]
-            self.members = np.argsort(self.block_of, kind="stable")
-            counts = np.bincount(self.block_of, minlength=len(first) - 1)
+            block_of = block_of_record[sample_records]
+            self.members = np.argsort(block_of, kind="stable")
+            counts = np.bincount(block_of, minlength=len(first) - 1)
             self.first = np.concatenate(([0], np.cumsum(counts)))
         blocks = int(np.count_nonzero(np.diff(self.first)))
         self.samples_per_block = len(self.members) / max(1, blocks)
@@ -109,13 +108,7 @@ class BlockReads:
     def _reset(self) -> None:
         self._plan: Optional[Plan] = None
         self._gen = 0
-        self._seq: Optional[np.ndarray] = None  # this process's samples, in order
-        self._pos: Optional[np.ndarray] = None  # sample -> position in _seq (-1)
-        # Where each window of _seq starts (and its end); None: _seq is not
-        # in windows (the interleaved order of lanes read by one process).
-        self._bounds: Optional[np.ndarray] = None
-        self._asked = -1  # windows [0, _asked] asked for already
-        self._next = 0  # without windows: _seq[:_next] asked for already
+        self._cursor: Optional[_Cursor] = None  # this process's part of the order
         self._warned = False
 
     @property
@@ -141,24 +134,10 @@ class BlockReads:
         if gen != self._gen:
             self._load(reader, sample_records, epoch, resume)
             self._gen = gen
-        assert self._pos is not None and self._seq is not None and self._plan is not None
-        p = max(int(self._pos[s]) for s in samples) if len(samples) else -1
-        if p < 0:
+        assert self._cursor is not None
+        want = self._cursor.before(samples)
+        if want is None:
             return
-        if self._bounds is not None:
-            w = int(np.searchsorted(self._bounds, p, side="right")) - 1
-            last = min(w + self.prefetch, len(self._bounds) - 2)
-            if last <= self._asked:
-                return
-            a, b = self._bounds[self._asked + 1], self._bounds[last + 1]
-            self._asked = last
-        else:
-            a = self._next
-            b = min(len(self._seq), p + int(self.cfg.window * self._plan.samples_per_block) + 1)
-            if b <= a:
-                return
-            self._next = b
-        want = self._seq[a:b]
         if sample_records is not None:
             want = sample_records[want]
         reader.prefetch_blocks(np.ascontiguousarray(want, dtype=np.int64))
@@ -166,37 +145,100 @@ class BlockReads:
     def _load(self, reader: Any, sample_records: Optional[np.ndarray], epoch: int,
               resume: Optional[_schedule.Resume]) -> None:
         plan = self.plan(reader, sample_records)
-        order, lanes, bounds = _schedule.epoch_order(plan.first, plan.members, plan.block_of,
-                                                     self.cfg, epoch, self.replicas, self.rank, resume)
-        seq, windows = order, (bounds[0] if self.cfg.lanes == 1 else None)
+        order = _schedule.epoch_order(plan.first, plan.members, self.cfg, epoch, self.replicas,
+                                      self.rank, resume)
         info = _worker_info()
-        if info is not None and info.num_workers > 1:
-            if self.cfg.lanes == info.num_workers:
-                seq, windows = lanes[info.id], bounds[info.id]
-            elif not self._warned:
+        workers = info.num_workers if info is not None else 1
+        windows: Optional[Iterator[np.ndarray]] = None
+        if self.cfg.lanes == workers:  # this process reads one lane
+            lane = order.lanes[info.id if info is not None else 0]
+            windows = (lane.window(w) for w in range(lane.windows))
+        else:
+            if workers > 1 and not self._warned:
                 self._warned = True
                 warnings.warn(
                     f"BlockSampler was made with num_workers={self.cfg.lanes if self.cfg.lanes > 1 else None} "
-                    f"but this DataLoader has {info.num_workers} workers: each worker fetches the "
+                    f"but this DataLoader has {workers} workers: each worker fetches the "
                     "blocks of every batch (bytes fetched x workers); pass BlockSampler(..., "
-                    f"batch_size=<the DataLoader's>, num_workers={info.num_workers})",
+                    f"batch_size=<the DataLoader's>, num_workers={workers})",
                     UserWarning,
                     stacklevel=3,
                 )
-                windows = None
-        pos = np.full(len(plan.block_of), -1, dtype=np.int64)
-        pos[seq] = np.arange(len(seq))
-        self._seq, self._pos, self._bounds, self._asked, self._next = seq, pos, windows, -1, 0
+            windows = _chunks(order.positions(), int(self.cfg.window * plan.samples_per_block) + 1)
+        self._cursor = _Cursor(windows, order.blocks, self.prefetch)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        for k in ("_plan", "_seq", "_pos"):
-            state[k] = None  # computed again in each process
+        state["_plan"] = None  # computed again in each process
+        state["_cursor"] = None
         state["_gen"] = 0
-        state["_next"] = 0
-        state["_bounds"] = None
-        state["_asked"] = -1
         return state
+
+
+def _chunks(batches: Iterator[np.ndarray], size: int) -> Iterator[np.ndarray]:
+    """The interleaved order (batch by batch) in chunks of about ``size``."""
+    got: List[np.ndarray] = []
+    n = 0
+    for b in batches:
+        got.append(b)
+        n += len(b)
+        if n >= size:
+            yield np.concatenate(got)
+            got, n = [], 0
+    if got:
+        yield np.concatenate(got)
+
+
+class _Cursor:
+    """This process's part of the order, made window by window as it is
+    read: which window each sample of the windows made so far is in, and
+    which windows' blocks were asked for.  Holds at most the window being
+    read, the one before and ``prefetch + 2`` ahead."""
+
+    def __init__(self, windows: Iterator[np.ndarray], blocks: _schedule.Blocks, prefetch: int) -> None:
+        self._windows = windows
+        self._blocks = blocks
+        self._prefetch = prefetch
+        self._made: Dict[int, np.ndarray] = {}  # window -> its samples
+        self._where: Dict[int, int] = {}  # sample -> window
+        self._next = 0  # windows made: 0.._next-1
+        self._current = -1  # the window last read from
+        self._asked = -1  # windows 0.._asked fetched already
+
+    def _make(self) -> bool:
+        pos = next(self._windows, None)
+        if pos is None:
+            return False
+        samples = self._blocks.samples(pos)
+        self._made[self._next] = samples
+        self._where.update(dict.fromkeys(samples.tolist(), self._next))
+        self._next += 1
+        return True
+
+    def before(self, samples: Sequence[int]) -> Optional[np.ndarray]:
+        """The samples whose blocks to fetch now (None: nothing new)."""
+        w = max((self._where.get(int(s), -1) for s in samples), default=-1)
+        # A sample not made yet: the next windows (a lane is read in order),
+        # but never more than prefetch + 2 past the one being read.
+        while w < 0 and self._next <= self._current + self._prefetch + 2 and self._make():
+            w = max((self._where.get(int(s), -1) for s in samples), default=-1)
+        if w < 0:
+            return None  # not in this process's order: read on demand
+        if w > self._current:
+            for old in [k for k in self._made if k < w - 1]:
+                for s in self._made.pop(old).tolist():
+                    if self._where.get(s) == old:
+                        del self._where[s]
+            self._current = w
+        last = w + self._prefetch
+        while self._next <= last and self._make():
+            pass
+        last = min(last, self._next - 1)
+        if last <= self._asked:
+            return None
+        want = np.concatenate([self._made[k] for k in range(self._asked + 1, last + 1) if k in self._made])
+        self._asked = last
+        return want
 
 
 def _worker_info() -> Any:

@@ -28,7 +28,7 @@ except ImportError:  # pragma: no cover
 
 MIN_BLOCK_BYTES = 64 << 10
 MAX_BLOCK_BYTES = 1 << 30
-_STATE_VERSION = 1
+_STATE_VERSION = 2  # 1: the order of ufspack before windows had their own generators
 
 
 def _dist_default(num_replicas: Optional[int], rank: Optional[int]):
@@ -71,9 +71,11 @@ class BlockSampler(_Base):
 
     Memory per process: ``((1 + prefetch) * window + 2) * block_bytes`` of
     blocks (the window being read and the next, fetched meanwhile: 272 MiB
-    at the defaults) and up to 4 more in flight; plus the epoch's order,
-    made with numpy arrays of 8 bytes per sample, several at once (a few
-    hundred MB at 1.28M samples; 21 GB peak at 100M while resuming).
+    at the defaults) and up to 4 more in flight; plus the table of blocks'
+    samples (``Reader.block_members``: 8 bytes per sample and 8 per block,
+    made once per process) and the window being made.  The epoch's order
+    is made window by window as it is read, never whole, so starting an
+    epoch or resuming one costs O(blocks), not O(samples).
 
     Resuming: ``state_dict(consumed=n)`` records the epoch and that this
     rank's first ``n`` samples are consumed (a DataLoader runs ahead of the
@@ -147,7 +149,7 @@ class BlockSampler(_Base):
 
     def __len__(self) -> int:
         if self._resume is not None and self._resume.epoch == self.epoch:
-            if self._resume_len is None:  # the whole order, once per loaded state
+            if self._resume_len is None:  # once per loaded state
                 self._resume_len = len(self._order(self._resume))
             return self._resume_len
         if self._stage is not None and self._stage.epoch == self.epoch:
@@ -156,11 +158,10 @@ class BlockSampler(_Base):
             return self._n // self.num_replicas
         return -(-self._n // self.num_replicas)
 
-    def _order(self, resume: Optional[_schedule.Resume]) -> np.ndarray:
+    def _order(self, resume: Optional[_schedule.Resume]) -> _schedule.Order:
         plan = self._reads.plan(*self.dataset._block_plan_inputs())
-        order, _, _ = _schedule.epoch_order(plan.first, plan.members, plan.block_of, self.cfg,
-                                         self.epoch, self.num_replicas, self.rank, resume)
-        return order
+        return _schedule.epoch_order(plan.first, plan.members, self.cfg, self.epoch,
+                                     self.num_replicas, self.rank, resume)
 
     def __iter__(self) -> Iterator[int]:
         resume = self._resume if self._resume is not None and self._resume.epoch == self.epoch \
@@ -173,11 +174,10 @@ class BlockSampler(_Base):
         self._reads.shared.publish(self.epoch, resume)
         return self._yield(order)
 
-    def _yield(self, order: np.ndarray) -> Iterator[int]:
-        # A slice at a time: one Python int per sample of a 100M-sample
-        # order would be 3.6 GB.
-        for at in range(0, len(order), 1 << 16):
-            for i in order[at : at + (1 << 16)].tolist():
+    def _yield(self, order: _schedule.Order) -> Iterator[int]:
+        # A window (or batch) at a time: the order is made as it is yielded.
+        for chunk in order.samples():
+            for i in chunk.tolist():
                 self._yielded += 1
                 yield i
 

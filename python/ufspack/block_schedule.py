@@ -1,4 +1,5 @@
-"""The order a :class:`ufspack.BlockSampler` yields, as a pure function.
+"""The order a :class:`ufspack.BlockSampler` yields, as a pure function,
+computed window by window.
 
 Both sides compute it: the sampler (to yield it) and each DataLoader worker
 (to fetch the blocks of the samples it will be asked for next, before it is
@@ -9,7 +10,8 @@ process.
 An epoch, for rank ``r`` of ``R`` (docs/remote.md, "Block reads"):
 
 1. the non-empty blocks, permuted (``shuffle``) with a generator seeded by
-   ``(seed, epoch)``; their samples listed block after block;
+   ``(seed, epoch)``; their samples listed block after block: the epoch's
+   *sequence*, whose positions :class:`Blocks` maps to samples;
 2. cut into ``R`` contiguous equal slices (padded by repeating from the
    start, or the tail dropped with ``drop_last``), one per rank;
 3. a rank's slice cut into ``lanes`` contiguous stretches, one per
@@ -17,17 +19,27 @@ An epoch, for rank ``r`` of ``R`` (docs/remote.md, "Block reads"):
    ``j % lanes``, so lane ``l`` holds exactly the batches ``l, l + lanes,
    ...``, and a worker reads blocks no other worker reads (except the one
    block a stretch boundary may split);
-4. each lane's samples cut into windows of consecutive blocks, and each
-   window's samples permuted (``shuffle``): windows of ``window`` blocks,
-   except that a lane's first windows grow 1, 2, 4, ... blocks up to it, so
-   that its first batch waits for one block, not ``window`` of them;
+4. each lane cut into windows of consecutive blocks, and each window's
+   samples permuted (``shuffle``, a generator per window): windows of
+   ``window`` blocks, except that a lane's first windows grow 1, 2, 4, ...
+   blocks up to it, so that its first batch waits for one block, not
+   ``window`` of them;
 5. the lanes' batches interleaved: batch ``j`` is lane ``j % lanes``'s next.
+
+Nothing of size O(samples) is made: a rank's share and its lanes are a few
+:class:`Seq` pieces (ranges of sequence positions), a window is made when
+it is read, and where window ``w`` starts is arithmetic.  Resuming
+(:class:`Resume`) makes, for each lane of each old rank, only the window
+it had stopped in: what came before is consumed, what comes after is left,
+as ranges.  So the first sample of an epoch or of a resumed one costs
+O(blocks) (the permutation), not O(samples).
 """
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, replace
-from typing import List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -65,135 +77,402 @@ def _rng(seed: int, *words: int) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64([seed & (2**64 - 1), *words]))
 
 
-def block_sequence(first: np.ndarray, members: np.ndarray, cfg: Config, epoch: int) -> np.ndarray:
-    """Step 1: every sample, block after block, in this epoch's block order."""
-    counts = np.diff(first)
-    blocks = np.flatnonzero(counts)
-    if cfg.shuffle:
-        blocks = _rng(cfg.seed, epoch, 0).permutation(blocks)
-    starts = first[blocks]
-    lengths = counts[blocks]
-    # members[starts[k] : starts[k] + lengths[k]] for every k, concatenated.
-    offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
-    return members[np.arange(len(offsets)) + offsets]
+class Blocks:
+    """Step 1: the epoch's sequence.  Position ``p`` is a sample of the
+    ``k``-th block of the permutation, ``cum[k] <= p < cum[k + 1]``.
+    ``first``/``members``: block b's samples are
+    ``members[first[b]:first[b + 1]]``."""
+
+    def __init__(self, first: np.ndarray, members: np.ndarray, cfg: Config, epoch: int) -> None:
+        counts = np.diff(first).astype(np.int64)
+        order = np.flatnonzero(counts)
+        if cfg.shuffle:
+            order = _rng(cfg.seed, epoch, 0).permutation(order)
+        self.first = first
+        self.members = members
+        self.order = order
+        self.cum = np.concatenate(([0], np.cumsum(counts[order]))).astype(np.int64)
+        self.n = int(self.cum[-1])
+
+    def block_at(self, positions: Union[int, np.ndarray]) -> Union[int, np.ndarray]:
+        """The permutation index ``k`` of the block holding each position."""
+        return np.searchsorted(self.cum, positions, side="right") - 1
+
+    def samples(self, positions: np.ndarray) -> np.ndarray:
+        k = self.block_at(positions)
+        return self.members[self.first[self.order[k]] + (positions - self.cum[k])].astype(np.int64)
 
 
-def rank_slice(seq: np.ndarray, replicas: int, rank: int, drop_last: bool) -> np.ndarray:
-    """Step 2: rank ``rank``'s contiguous share, all shares equal."""
+class Seq:
+    """A sequence of positions of the epoch's sequence, as pieces: a range
+    ``(a, b)`` (positions a..b-1) or an array of positions (what is left of
+    a window that was partly consumed: at most a window's samples).
+
+    Its *runs* are the stretches of one block; windows are cut at runs."""
+
+    def __init__(self, blocks: Blocks, pieces: Sequence[Union[Tuple[int, int], np.ndarray]]) -> None:
+        self.blocks = blocks
+        self.pieces = [p for p in pieces if _plen(p) > 0]
+        lengths = [_plen(p) for p in self.pieces]
+        self.starts = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64))).astype(np.int64)
+        self.runs: List[np.ndarray] = []  # per piece: offsets where its runs start
+        for p in self.pieces:
+            if isinstance(p, tuple):
+                self.runs.append(None)  # type: ignore[arg-type]  # arithmetic: see run_start
+            else:
+                k = blocks.block_at(p)
+                self.runs.append(np.concatenate(([0], np.flatnonzero(np.diff(k)) + 1)))
+        counts = [self._piece_runs(i) for i in range(len(self.pieces))]
+        self.run_starts = np.concatenate(([0], np.cumsum(counts, dtype=np.int64))).astype(np.int64)
+
+    def __len__(self) -> int:
+        return int(self.starts[-1])
+
+    @property
+    def total_runs(self) -> int:
+        return int(self.run_starts[-1])
+
+    def _piece_runs(self, i: int) -> int:
+        p = self.pieces[i]
+        if isinstance(p, tuple):
+            return int(self.blocks.block_at(p[1] - 1) - self.blocks.block_at(p[0])) + 1
+        return len(self.runs[i])
+
+    def run_start(self, t: int) -> int:
+        """The offset where run ``t`` starts (``len(self)`` for the end)."""
+        if t >= self.total_runs:
+            return len(self)
+        i = int(np.searchsorted(self.run_starts, t, side="right")) - 1
+        local = t - int(self.run_starts[i])
+        p = self.pieces[i]
+        if isinstance(p, tuple):
+            k = int(self.blocks.block_at(p[0])) + local
+            return int(self.starts[i]) + max(p[0], int(self.blocks.cum[k])) - p[0]
+        return int(self.starts[i]) + int(self.runs[i][local])
+
+    def run_of(self, offset: int) -> int:
+        """The run holding ``offset``."""
+        i = int(np.searchsorted(self.starts, offset, side="right")) - 1
+        local = offset - int(self.starts[i])
+        p = self.pieces[i]
+        if isinstance(p, tuple):
+            r = int(self.blocks.block_at(p[0] + local) - self.blocks.block_at(p[0]))
+        else:
+            r = int(np.searchsorted(self.runs[i], local, side="right")) - 1
+        return int(self.run_starts[i]) + r
+
+    def slice(self, lo: int, hi: int) -> Seq:
+        return Seq(self.blocks, self._cut(lo, hi))
+
+    def _cut(self, lo: int, hi: int) -> list:
+        out: list = []
+        if hi <= lo:
+            return out
+        i = max(0, int(np.searchsorted(self.starts, lo, side="right")) - 1)
+        while i < len(self.pieces) and self.starts[i] < hi:
+            a = max(lo, int(self.starts[i])) - int(self.starts[i])
+            b = min(hi, int(self.starts[i + 1])) - int(self.starts[i])
+            p = self.pieces[i]
+            out.append((p[0] + a, p[0] + b) if isinstance(p, tuple) else p[a:b])
+            i += 1
+        return out
+
+    def positions(self, lo: int, hi: int) -> np.ndarray:
+        parts = [np.arange(p[0], p[1], dtype=np.int64) if isinstance(p, tuple) else p
+                 for p in self._cut(lo, hi)]
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+
+def _plen(p: Union[Tuple[int, int], np.ndarray]) -> int:
+    return p[1] - p[0] if isinstance(p, tuple) else len(p)
+
+
+def concat(blocks: Blocks, seqs: Sequence[Seq]) -> Seq:
+    return Seq(blocks, [p for s in seqs for p in s.pieces])
+
+
+class Lane:
+    """Step 4 on one lane: its windows, each made (and permuted) when
+    asked for.  ``key``: what seeds its windows' generators."""
+
+    def __init__(self, seq: Seq, cfg: Config, epoch: int, key: Tuple[int, ...]) -> None:
+        self.seq = seq
+        self.cfg = cfg
+        self.epoch = epoch
+        self.key = key
+        # Runs where the growing windows (1, 2, 4, ... < window) start, and
+        # the run where full windows start.
+        self._grow: List[int] = []
+        at, size = 0, 1
+        while size < cfg.window:
+            self._grow.append(at)
+            at += size
+            size *= 2
+        self._full_at = at
+        total = seq.total_runs
+        self.windows = 0 if total == 0 else self._window_of_run(total - 1) + 1
+        self._made: Dict[int, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
+    def _window_of_run(self, t: int) -> int:
+        if t < self._full_at:
+            return bisect.bisect_right(self._grow, t) - 1
+        return len(self._grow) + (t - self._full_at) // self.cfg.window
+
+    def _run_of_window(self, w: int) -> int:
+        if w < len(self._grow):
+            return self._grow[w]
+        return self._full_at + (w - len(self._grow)) * self.cfg.window
+
+    def bounds(self, w: int) -> Tuple[int, int]:
+        """Window ``w``'s offsets in the lane."""
+        return (self.seq.run_start(self._run_of_window(w)),
+                self.seq.run_start(self._run_of_window(w + 1)) if w + 1 < self.windows else len(self.seq))
+
+    def window_of(self, offset: int) -> int:
+        return self._window_of_run(self.seq.run_of(offset))
+
+    def window(self, w: int) -> np.ndarray:
+        """Window ``w``'s positions, in the order they are yielded.  The last
+        two made are kept (a batch may straddle two windows)."""
+        got = self._made.get(w)
+        if got is not None:
+            return got
+        lo, hi = self.bounds(w)
+        pos = self.seq.positions(lo, hi)
+        if self.cfg.shuffle:
+            pos = _rng(self.cfg.seed, self.epoch, *self.key, w).permutation(pos)
+        if len(self._made) >= 2:
+            self._made.pop(min(self._made))
+        self._made[w] = pos
+        return pos
+
+    def take(self, lo: int, hi: int) -> np.ndarray:
+        """Positions at offsets ``[lo, hi)`` of the lane's order."""
+        out = []
+        while lo < hi:
+            w = self.window_of(lo)
+            a, b = self.bounds(w)
+            out.append(self.window(w)[lo - a : min(hi, b) - a])
+            lo = min(hi, b)
+        return np.concatenate(out) if out else np.empty(0, dtype=np.int64)
+
+
+def rank_slice(seq: Seq, replicas: int, rank: int, drop_last: bool) -> Seq:
+    """Step 2: rank ``rank``'s contiguous share, all shares equal; offsets
+    past the end wrap around to the start (padding)."""
     n = len(seq)
-    if drop_last:
-        per = n // replicas
-    else:
-        per = -(-n // replicas)
-        if per * replicas > n and n > 0:
-            seq = np.resize(seq, per * replicas)  # repeats from the start
-    return seq[rank * per : (rank + 1) * per]
+    per = n // replicas if drop_last else -(-n // replicas)
+    lo, hi = rank * per, (rank + 1) * per
+    pieces: list = []
+    while lo < hi and n > 0:
+        a = lo % n
+        b = min(n, a + (hi - lo))
+        pieces += seq._cut(a, b)
+        lo += b - a
+    return Seq(seq.blocks, pieces)
 
 
 def lane_sizes(n: int, batch_size: int, lanes: int) -> List[int]:
     """Step 3: how many of a rank's ``n`` samples each lane holds."""
     batches = -(-n // batch_size)
-    sizes = [0] * lanes
-    for j in range(batches):
-        sizes[j % lanes] += min(batch_size, n - j * batch_size)
+    sizes = []
+    for lane in range(lanes):
+        size = (batches // lanes + (1 if lane < batches % lanes else 0)) * batch_size
+        if batches and (batches - 1) % lanes == lane:
+            size -= batches * batch_size - n  # the last batch is short
+        sizes.append(size)
     return sizes
 
 
-def window_starts(blocks: int, window: int) -> np.ndarray:
-    """Step 4's windows over a lane's ``blocks`` runs of blocks: the index of
-    each window's first block (sizes 1, 2, 4, ... then ``window``)."""
-    starts, at, size = [], 0, 1
-    while at < blocks and size < window:
-        starts.append(at)
-        at += size
-        size *= 2
-    return np.concatenate((np.array(starts, dtype=np.int64),
-                           np.arange(at, blocks, window, dtype=np.int64)))
+def lane_consumed(yielded: int, batch_size: int, lanes: int) -> List[int]:
+    """How many samples of each lane the first ``yielded`` of the
+    interleaved order hold."""
+    full, rest = divmod(yielded, batch_size)
+    return [(full // lanes + (1 if lane < full % lanes else 0)) * batch_size
+            + (rest if full % lanes == lane else 0) for lane in range(lanes)]
 
 
-def shuffle_windows(part: np.ndarray, block_of: np.ndarray, cfg: Config, epoch: int,
-                    rank: int, lane: int) -> Tuple[np.ndarray, np.ndarray]:
-    """Step 4 on one lane's samples ``part`` (``block_of``: their blocks):
-    (the samples, window by window; where each window starts, and the end)."""
-    if len(part) == 0:
-        return part, np.zeros(1, dtype=np.int64)
-    change = np.flatnonzero(np.diff(block_of)) + 1
-    run_starts = np.concatenate(([0], change))
-    bounds = np.concatenate((run_starts[window_starts(len(run_starts), cfg.window)], [len(part)]))
-    if not cfg.shuffle:
-        return part, bounds
-    rng = _rng(cfg.seed, epoch, 1 + rank, lane)
-    out = part.copy()
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        out[a:b] = rng.permutation(part[a:b])
-    return out, bounds
+class Order:
+    """Steps 2 to 5 for one rank: its lanes and their interleaving."""
+
+    def __init__(self, blocks: Blocks, base: Seq, cfg: Config, epoch: int, depth: int,
+                 replicas: int, rank: int, drop_last: bool) -> None:
+        self.blocks = blocks
+        self.cfg = cfg
+        share = rank_slice(base, replicas, rank, drop_last)
+        self.lanes: List[Lane] = []
+        at = 0
+        for lane, size in enumerate(lane_sizes(len(share), cfg.batch_size, cfg.lanes)):
+            self.lanes.append(Lane(share.slice(at, at + size), cfg, epoch, (depth, 1 + rank, lane)))
+            at += size
+        self.n = len(share)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def positions(self) -> Iterator[np.ndarray]:
+        """Step 5: the rank's order, a window (one lane) or a batch (several)
+        at a time, as sequence positions."""
+        if len(self.lanes) == 1:
+            lane = self.lanes[0]
+            for w in range(lane.windows):
+                yield lane.window(w)
+            return
+        bs, at = self.cfg.batch_size, [0] * len(self.lanes)
+        for j in range(-(-self.n // bs)):
+            lane = self.lanes[j % len(self.lanes)]
+            k = j % len(self.lanes)
+            end = min(len(lane), at[k] + bs)
+            yield lane.take(at[k], end)
+            at[k] = end
+
+    def samples(self) -> Iterator[np.ndarray]:
+        for pos in self.positions():
+            yield self.blocks.samples(pos)
 
 
-def interleave(lanes: List[np.ndarray], batch_size: int) -> np.ndarray:
-    """Step 5."""
-    if len(lanes) == 1:
-        return lanes[0]
-    out = []
-    at = [0] * len(lanes)
-    j = 0
-    total = sum(len(x) for x in lanes)
-    done = 0
-    while done < total:
-        k = j % len(lanes)
-        chunk = lanes[k][at[k] : at[k] + batch_size]
-        at[k] += len(chunk)
-        done += len(chunk)
-        out.append(chunk)
-        j += 1
-    return np.concatenate(out) if out else np.empty(0, dtype=np.int64)
+class _Covered:
+    """A set of sequence positions: disjoint sorted intervals."""
+
+    def __init__(self) -> None:
+        self.lo = np.empty(0, dtype=np.int64)
+        self.hi = np.empty(0, dtype=np.int64)
+
+    def add(self, lo: np.ndarray, hi: np.ndarray) -> None:
+        lo = np.concatenate((self.lo, lo))
+        hi = np.concatenate((self.hi, hi))
+        keep = hi > lo
+        lo, hi = lo[keep], hi[keep]
+        order = np.argsort(lo, kind="stable")
+        lo, hi = lo[order], hi[order]
+        if len(lo) == 0:
+            self.lo, self.hi = lo, hi
+            return
+        reach = np.maximum.accumulate(hi)
+        new = np.concatenate(([True], lo[1:] > reach[:-1]))
+        starts = np.flatnonzero(new)
+        self.lo = lo[starts]
+        self.hi = np.maximum.reduceat(reach, starts)
+
+    def add_piece(self, p: Union[Tuple[int, int], np.ndarray]) -> None:
+        if isinstance(p, tuple):
+            self.add(np.array([p[0]], dtype=np.int64), np.array([p[1]], dtype=np.int64))
+        else:
+            self.add(p.astype(np.int64), p.astype(np.int64) + 1)
+
+    def contains(self, positions: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(self.lo, positions, side="right") - 1
+        ok = i >= 0
+        out = np.zeros(len(positions), dtype=bool)
+        out[ok] = positions[ok] < self.hi[i[ok]]
+        return out
+
+    def outside(self, a: int, b: int) -> List[Tuple[int, int]]:
+        """The parts of range [a, b) not covered."""
+        i = max(0, int(np.searchsorted(self.hi, a, side="right")))
+        out, at = [], a
+        while i < len(self.lo) and self.lo[i] < b:
+            if self.lo[i] > at:
+                out.append((at, int(self.lo[i])))
+            at = max(at, int(self.hi[i]))
+            i += 1
+        if at < b:
+            out.append((at, b))
+        return out
 
 
-def arrange(slice_: np.ndarray, block_of_sample: np.ndarray, cfg: Config, epoch: int,
-            rank: int) -> Tuple[np.ndarray, List[np.ndarray], List[np.ndarray]]:
-    """Steps 3 to 5 on a rank's samples: (the order, each lane's part of
-    it, each part's window bounds)."""
-    sizes = lane_sizes(len(slice_), cfg.batch_size, cfg.lanes)
-    parts, bounds = [], []
+def _left(blocks: Blocks, base: Seq, cfg: Config, epoch: int, depth: int, drop_last: bool,
+          stage: Resume) -> Seq:
+    """What no rank of ``stage`` had yielded, each once: for each old rank,
+    lane after lane, the rest of the window it stopped in, then its
+    following windows (ranges); padding's repeats removed (the first
+    occurrence is kept)."""
+    old_cfg = replace(cfg, lanes=stage.lanes, batch_size=stage.batch_size)
+    used_lo: List[np.ndarray] = []
+    used_hi: List[np.ndarray] = []
+    rest: list = []
+
+    def use(p: Union[Tuple[int, int], np.ndarray]) -> None:
+        if isinstance(p, tuple):
+            used_lo.append(np.array([p[0]], dtype=np.int64))
+            used_hi.append(np.array([p[1]], dtype=np.int64))
+        else:
+            used_lo.append(p.astype(np.int64))
+            used_hi.append(p.astype(np.int64) + 1)
+
+    for r in range(stage.replicas):
+        order = Order(blocks, base, old_cfg, epoch, depth, stage.replicas, r, drop_last)
+        for lane, c in zip(order.lanes, lane_consumed(min(stage.yielded, len(order)),
+                                                       stage.batch_size, stage.lanes)):
+            if c >= len(lane):
+                for p in lane.seq.pieces:
+                    use(p)
+                continue
+            if c == 0:
+                rest += lane.seq.pieces
+                continue
+            w = lane.window_of(c)
+            a, b = lane.bounds(w)
+            for p in lane.seq._cut(0, a):
+                use(p)
+            got = lane.window(w)
+            use(got[: c - a])
+            rest += [got[c - a :]] + lane.seq._cut(b, len(lane))
+    used = _Covered()
+    used.add(np.concatenate(used_lo) if used_lo else np.empty(0, dtype=np.int64),
+             np.concatenate(used_hi) if used_hi else np.empty(0, dtype=np.int64))
+    # The remaining explicit positions: the first occurrence of each.
+    explicit = [(i, p[~used.contains(p)]) for i, p in enumerate(rest) if not isinstance(p, tuple)]
+    points = np.concatenate([p for _, p in explicit]) if explicit else np.empty(0, dtype=np.int64)
+    piece = np.repeat(np.array([i for i, _ in explicit], dtype=np.int64),
+                      [len(p) for _, p in explicit]) if explicit else np.empty(0, dtype=np.int64)
+    keep = np.zeros(len(points), dtype=bool)
+    uniq, first_at = np.unique(points, return_index=True)
+    keep[first_at] = True
+    first_piece = piece[first_at]
+    count = {i: len(p) for i, p in explicit}
+    ranges = _Covered()  # the ranges kept so far
+    pieces: list = []
     at = 0
-    for lane, size in enumerate(sizes):
-        part = slice_[at : at + size]
-        shuffled, b = shuffle_windows(part, block_of_sample[part], cfg, epoch, rank, lane)
-        parts.append(shuffled)
-        bounds.append(b)
-        at += size
-    return interleave(parts, cfg.batch_size), parts, bounds
+    for i, p in enumerate(rest):
+        if isinstance(p, tuple):
+            # Not consumed, not in an earlier range, not an earlier point.
+            for x, y in used.outside(*p):
+                for u, v in ranges.outside(x, y):
+                    lo, hi = np.searchsorted(uniq, [u, v])
+                    cuts = uniq[lo:hi][first_piece[lo:hi] < i].tolist()
+                    for q in zip([u] + [c + 1 for c in cuts], cuts + [v]):
+                        if q[1] > q[0]:
+                            pieces.append((int(q[0]), int(q[1])))
+                            ranges.add_piece(pieces[-1])
+        else:
+            n = count[i]
+            mine = points[at : at + n][keep[at : at + n]]
+            at += n
+            pieces.append(mine[~ranges.contains(mine)])
+    return Seq(blocks, pieces)
 
 
-def epoch_order(first: np.ndarray, members: np.ndarray, block_of_sample: np.ndarray, cfg: Config,
-                epoch: int, replicas: int, rank: int,
-                resume: Optional[Resume] = None
-                ) -> Tuple[np.ndarray, List[np.ndarray], List[np.ndarray]]:
-    """Rank ``rank``'s order for ``epoch`` (and, as :func:`arrange`, each
-    lane's part of it and its windows).
+def epoch_order(first: np.ndarray, members: np.ndarray, cfg: Config, epoch: int, replicas: int,
+                rank: int, resume: Optional[Resume] = None) -> Order:
+    """Rank ``rank``'s order for ``epoch``.
 
     With ``resume`` (this epoch, interrupted): only the samples no rank had
     yielded, each once, shared out again among ``replicas`` ranks, which may
     differ from ``resume.replicas``.  Padding (not ``drop_last``) repeats
-    samples to equalize the ranks, as DistributedSampler does.
+    samples to equalize the ranks, as DistributedSampler does; a resumed
+    order never drops (a dropped sample would be lost to the epoch).
     """
-    if resume is None:
-        seq = block_sequence(first, members, cfg, epoch)
-        return arrange(rank_slice(seq, replicas, rank, cfg.drop_last), block_of_sample, cfg, epoch,
-                       rank)
-    # The old ranks' orders (as they were made), and what they had yielded.
-    old_cfg = replace(cfg, lanes=resume.lanes, batch_size=resume.batch_size)
-    seen = np.zeros(len(block_of_sample), dtype=bool)
-    rest = []
-    for r in range(resume.replicas):
-        old, _, _ = epoch_order(first, members, block_of_sample, old_cfg, epoch, resume.replicas, r,
-                             resume.previous)
-        seen[old[: resume.yielded]] = True
-        rest.append(old[resume.yielded :])
-    left = np.concatenate(rest) if rest else np.empty(0, dtype=np.int64)
-    # Each remaining sample once (padding repeated some), in the old ranks'
-    # order, so that a new rank's share stays in few blocks.
-    left = left[~seen[left]]
-    _, first_at = np.unique(left, return_index=True)
-    left = left[np.sort(first_at)]
-    # Never drop on resume: a dropped sample would be lost to this epoch.
-    return arrange(rank_slice(left, replicas, rank, False), block_of_sample, cfg, epoch, rank)
+    blocks = Blocks(first, members, cfg, epoch)
+    stages = []
+    while resume is not None:
+        stages.append(resume)
+        resume = resume.previous
+    base, drop = Seq(blocks, [(0, blocks.n)]), cfg.drop_last
+    for depth, stage in enumerate(reversed(stages)):
+        base = _left(blocks, base, cfg, epoch, depth, drop, stage)
+        drop = False
+    return Order(blocks, base, cfg, epoch, len(stages), replicas, rank, drop)

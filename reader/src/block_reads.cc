@@ -5,13 +5,51 @@
 // reads themselves go through BlockFile (block_file.h).
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "pack_source.h"
 #include "ufspack/reader.h"
 
 namespace ufspack {
+
+namespace {
+
+// Pass 1 of BlockMembers over records [lo, hi): each record's block within
+// its part and its part, and the blocks each part needs.
+struct BlockPass {
+  Status status;
+  std::vector<uint64_t> part_blocks;
+
+  void Run(const internal::PackSource& source, uint64_t block_bytes,
+           uint64_t lo, uint64_t hi, uint32_t* block, uint32_t* part) {
+    constexpr uint64_t kChunk = 1 << 14;
+    std::vector<uint64_t> offsets(kChunk);
+    std::vector<uint32_t> parts(kChunk);
+    for (uint64_t at = lo; at < hi; at += kChunk) {
+      const uint64_t n = std::min(kChunk, hi - at);
+      status = source.RecordOffsets(at, n, offsets.data(), parts.data());
+      if (!status.ok()) return;
+      for (uint64_t k = 0; k < n; ++k) {
+        const uint64_t b = offsets[k] / block_bytes;
+        if (b >= UINT32_MAX) {
+          status = Status::InvalidArgument(
+              source.info().index_path + ": block_bytes " +
+              std::to_string(block_bytes) + " makes more than 2^32 blocks");
+          return;
+        }
+        block[at - lo + k] = static_cast<uint32_t>(b);
+        part[at - lo + k] = parts[k];
+        if (part_blocks.size() <= parts[k]) part_blocks.resize(parts[k] + 1);
+        part_blocks[parts[k]] = std::max(part_blocks[parts[k]], b + 1);
+      }
+    }
+  }
+};
+
+}  // namespace
 
 Status Reader::BlockMembers(uint64_t block_bytes, std::vector<uint64_t>* first,
                             std::vector<uint64_t>* members) const {
@@ -20,32 +58,62 @@ Status Reader::BlockMembers(uint64_t block_bytes, std::vector<uint64_t>* first,
                                    ": block_bytes must be at least 1");
   }
   const uint64_t n = size();
-  // Pass 1: each record's (part, block in its part), and each part's
-  // block count.  Pass 2: block numbers, parts one after another, then a
-  // counting sort (stable: record order within a block).
-  std::vector<uint64_t> block(n);
+  // Pass 1, on up to 8 threads (an index of 100M records is 5.6 GB of
+  // entries to touch): each record's (part, block in its part), and each
+  // part's block count.  Pass 2: block numbers, parts one after another,
+  // then a counting sort (stable: record order within a block).
+  std::vector<uint32_t> block(n);  // in its part, then of the pack
   std::vector<uint32_t> part(n);
+  constexpr uint64_t kRecordsPerThread = 1 << 16;  // at least
+  const uint64_t threads = std::clamp<uint64_t>(
+      std::min<uint64_t>(std::thread::hardware_concurrency(),
+                         n / kRecordsPerThread),
+      1, 8);
+  std::vector<BlockPass> passes(threads);
+  {
+    std::vector<std::thread> pool;
+    for (uint64_t t = 0; t < threads; ++t) {
+      const uint64_t lo = n * t / threads, hi = n * (t + 1) / threads;
+      auto run = [&, t, lo, hi] {
+        passes[t].Run(*source_, block_bytes, lo, hi, block.data() + lo,
+                      part.data() + lo);
+      };
+      if (t + 1 == threads) {
+        run();
+      } else {
+        pool.emplace_back(run);
+      }
+    }
+    for (auto& th : pool) th.join();
+  }
   std::vector<uint64_t> part_blocks;
-  for (uint64_t i = 0; i < n; ++i) {
-    Record r;
-    UFSPACK_RETURN_IF_ERROR(GetRecord(i, &r));
-    block[i] = r.offset / block_bytes;
-    part[i] = r.part;
-    if (part_blocks.size() <= r.part) part_blocks.resize(r.part + 1, 0);
-    part_blocks[r.part] = std::max(part_blocks[r.part], block[i] + 1);
+  for (const BlockPass& p : passes) {  // in record order: the first error
+    UFSPACK_RETURN_IF_ERROR(p.status);
+    if (part_blocks.size() < p.part_blocks.size()) {
+      part_blocks.resize(p.part_blocks.size());
+    }
+    for (size_t k = 0; k < p.part_blocks.size(); ++k) {
+      part_blocks[k] = std::max(part_blocks[k], p.part_blocks[k]);
+    }
   }
   std::vector<uint64_t> base(part_blocks.size() + 1, 0);
   for (size_t k = 0; k < part_blocks.size(); ++k) {
     base[k + 1] = base[k] + part_blocks[k];
   }
   const uint64_t blocks = base.back();
+  if (blocks >= UINT32_MAX) {
+    return Status::InvalidArgument(info().index_path + ": block_bytes " +
+                                   std::to_string(block_bytes) +
+                                   " makes more than 2^32 blocks");
+  }
   first->assign(blocks + 1, 0);
   for (uint64_t i = 0; i < n; ++i) {
     block[i] += base[part[i]];
     (*first)[block[i] + 1]++;
   }
+  std::vector<uint32_t>().swap(part);
   for (uint64_t b = 0; b < blocks; ++b) (*first)[b + 1] += (*first)[b];
-  members->assign(n, 0);
+  members->resize(n);
   std::vector<uint64_t> at(first->begin(), first->end() - 1);
   for (uint64_t i = 0; i < n; ++i) (*members)[at[block[i]]++] = i;
   return Status::OK();

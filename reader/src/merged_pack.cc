@@ -207,6 +207,27 @@ uint64_t MergedPack::GlobalIndex(size_t k, uint64_t local) const {
   return it->global + (local - it->local);
 }
 
+Status MergedPack::RecordOffsets(uint64_t first, uint64_t count,
+                                 uint64_t* offsets, uint32_t* parts) const {
+  const Manifest& m = parts_->manifest;
+  const auto& starts = m.segment_starts;
+  size_t s = static_cast<size_t>(
+      std::upper_bound(starts.begin(), starts.end(), first) - starts.begin() -
+      1);
+  for (uint64_t done = 0; done < count; ++s) {
+    const SegmentEntry& g = m.segments[s];
+    const uint64_t at = first + done - starts[s];  // into the segment
+    const uint64_t n = std::min(count - done, g.count - at);
+    const SinglePack* part;
+    UFSPACK_RETURN_IF_ERROR(OpenPart(g.part, &part));
+    UFSPACK_RETURN_IF_ERROR(
+        part->RecordOffsets(g.first + at, n, offsets + done, nullptr));
+    if (parts != nullptr) std::fill(parts + done, parts + done + n, g.part);
+    done += n;
+  }
+  return Status::OK();
+}
+
 Status MergedPack::GetRecord(uint64_t i, Record* record) const {
   const SinglePack* part;
   uint64_t local;

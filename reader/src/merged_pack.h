@@ -63,6 +63,9 @@ class MergedPack final : public PackSource {
   // The part holding record i (opened on first use) reads its entry; the
   // record comes back with its global index and global label.
   Status GetRecord(uint64_t i, Record* record) const override;
+  // Segment by segment, each part's own RecordOffsets (opening it).
+  Status RecordOffsets(uint64_t first, uint64_t count, uint64_t* offsets,
+                       uint32_t* parts) const override;
   // Asks, in manifest order, only the parts whose segments overlap the
   // range of the name's class (the name up to its first '/'; NotFound at
   // once when it has none and the pack has classes), or every part when

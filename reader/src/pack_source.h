@@ -63,6 +63,14 @@ class PackSource {
   // A hint that entries indices[0, count) are about to be decoded (their
   // cache lines are fetched); changes no result.
   virtual void PrefetchRecords(const uint64_t* indices, size_t count) const {}
+  // Where records [first, first + count) lie: offsets[k] is record
+  // first + k's offset in its part's data.ufs and parts[k] its part (0 for
+  // a single pack), each checked against its data area as GetRecord checks
+  // it (the same Corruption otherwise; the other fields are checked when
+  // the record is read).  For BlockMembers: one field per entry, no name.
+  // REQUIRES: first + count <= info().record_count.
+  virtual Status RecordOffsets(uint64_t first, uint64_t count,
+                               uint64_t* offsets, uint32_t* parts) const = 0;
   // Block reads: the background fetch of the blocks holding records[0,
   // count) (records GetRecord returned), and what block reads did.
   virtual void PrefetchBlocks(const Record* records, size_t count) const = 0;

@@ -167,6 +167,28 @@ Status SinglePack::Corrupt(uint64_t i, std::string_view name,
   return Status::Corruption(msg);
 }
 
+Status SinglePack::RecordOffsets(uint64_t first, uint64_t count,
+                                 uint64_t* offsets, uint32_t* parts) const {
+  const uint64_t data_size = info_.data_size;
+  const char* p = records_.data() + first * RecordEntry::kEncodedLength;
+  for (uint64_t k = 0; k < count; ++k, p += RecordEntry::kEncodedLength) {
+    const uint64_t offset = DecodeFixed64(p + RecordEntry::kOffsetAt);
+    const uint64_t length = DecodeFixed64(p + RecordEntry::kStoredLengthAt);
+    if (offset < DataHeader::kEncodedLength || offset > data_size ||
+        length > data_size - offset) {
+      Record r;  // GetRecord's error, which names the record
+      Status s = GetRecord(first + k, &r);
+      return s.ok() ? Status::Corruption(info_.index_path + ": record " +
+                                         std::to_string(first + k) +
+                                         ": outside the data area")
+                    : s;
+    }
+    offsets[k] = offset;
+    if (parts != nullptr) parts[k] = 0;
+  }
+  return Status::OK();
+}
+
 Status SinglePack::GetRecord(uint64_t i, Record* record) const {
   UFSPACK_RETURN_IF_ERROR(CheckRange("record", i, info_.record_count));
   RecordEntry e;

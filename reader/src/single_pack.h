@@ -42,6 +42,8 @@ class SinglePack final : public PackSource {
 
   bool prefers_batches() const override;
   Status GetRecord(uint64_t i, Record* record) const override;
+  Status RecordOffsets(uint64_t first, uint64_t count, uint64_t* offsets,
+                       uint32_t* parts) const override;
   Status Find(std::string_view name, uint64_t* index) const override;
   Status FindMany(const std::string_view* names, size_t count,
                   uint64_t* indices) const override;

@@ -237,3 +237,67 @@ def test_selection_and_outputs(image_pack):
         assert a[1] == b[1] and np.array_equal(a[0], b[0])
     batch = ds.__getitems__(order[40:60])
     assert [t for _, t in batch] == [ref[i][1] for i in order[40:60]]
+
+
+def _order(first, members, cfg, epoch, replicas, rank, resume=None):
+    from ufspack import block_schedule as sch
+    o = sch.epoch_order(first, members, cfg, epoch, replicas, rank, resume)
+    out = np.concatenate(list(o.samples()) or [np.empty(0, dtype=np.int64)])
+    assert len(out) == len(o)
+    return out, o
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_schedule_resume_chains_are_exact(seed):
+    """The pure schedule on random block structures: every rank's share
+    equal, lanes batch by batch, and chains of resumes onto other replica,
+    lane and batch counts yielding exactly what no rank had consumed."""
+    from ufspack import block_schedule as sch
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    blocks = int(rng.integers(1, 40))
+    block_of = np.sort(rng.integers(0, blocks, n))
+    perm = rng.permutation(n)  # a shuffled layout: block b holds arbitrary samples
+    members = perm[np.argsort(block_of, kind="stable")]
+    first = np.concatenate(([0], np.cumsum(np.bincount(block_of, minlength=blocks))))
+    which = np.empty(n, dtype=np.int64)
+    which[members] = np.repeat(np.arange(blocks), np.diff(first))
+    seen = np.zeros(n, dtype=np.int64)
+    resume = None
+    drop = bool(rng.integers(0, 2))
+    window = int(rng.integers(1, 6))  # as drop_last and seed: the same on resume
+    for _stage in range(int(rng.integers(1, 4))):
+        replicas, lanes = int(rng.integers(1, 5)), int(rng.integers(1, 4))
+        bs = int(rng.integers(1, 9)) if lanes > 1 else 1
+        cfg = sch.Config(block_bytes=1 << 16, window=window, shuffle=True, seed=seed,
+                         drop_last=drop, batch_size=bs, lanes=lanes)
+        orders = [_order(first, members, cfg, 3, replicas, r, resume) for r in range(replicas)]
+        assert len({len(x) for x, _ in orders}) == 1
+        per = len(orders[0][0])
+        for x, o in orders:  # batch j of the order is lane j % lanes's next
+            at = [0] * lanes
+            for j in range(-(-per // bs)):
+                lane = o.lanes[j % lanes]
+                got = x[j * bs:(j + 1) * bs]
+                want = o.blocks.samples(lane.take(at[j % lanes], at[j % lanes] + len(got)))
+                assert np.array_equal(got, want)
+                at[j % lanes] += len(got)
+            for lane in o.lanes:  # a window's samples come from at most `window` blocks
+                for w in range(lane.windows):
+                    assert len(np.unique(which[o.blocks.samples(lane.window(w))])) <= cfg.window
+        left = n - int((seen > 0).sum())
+        everything = np.concatenate([x for x, _ in orders])
+        if resume is None and drop:
+            assert len(everything) == n // replicas * replicas
+            assert len(set(everything.tolist())) == len(everything)
+            seen[:] = 0
+            seen[np.setdiff1d(np.arange(n), everything)] = 1  # dropped: as if consumed
+            left = len(everything)
+        else:
+            assert set(everything.tolist()) | set(np.flatnonzero(seen).tolist()) == set(range(n))
+            assert not (seen[everything] > 0).any() or len(everything) - left < replicas
+            assert 0 <= len(everything) - left < replicas
+        y = int(rng.integers(0, per + 1))
+        for x, _ in orders:
+            seen[x[:y]] += 1
+        resume = sch.Resume(3, replicas, y, lanes, bs, resume)

@@ -20,7 +20,9 @@
 
 #include "testutil.h"
 #include "ufspack/builder.h"
+#include "ufspack/coding.h"
 #include "ufspack/file.h"
+#include "ufspack/format.h"
 #include "ufspack/merge.h"
 #include "ufspack/open_reader.h"
 #include "ufspack/reader.h"
@@ -148,6 +150,56 @@ TEST(BlockMembersTest, GroupsRecordsByTheBlockTheirBytesStartIn) {
   }
   EXPECT_EQ(seen.size(), r->size());
   EXPECT_TRUE(r->BlockMembers(0, &first, &members).IsInvalidArgument());
+}
+
+// Enough records for several threads (BlockMembers splits 64Ki and more),
+// and a damaged offset in the last thread's share.
+TEST(BlockMembersTest, ManyRecordsOnSeveralThreadsAndADamagedOffset) {
+  TempDir t;
+  const uint64_t n = 200000;
+  {
+    std::unique_ptr<PackWriter> w;
+    PackWriterOptions o;
+    o.flat = true;
+    ASSERT_TRUE(PackWriter::Create(t / "pack", o, &w).ok());
+    for (uint64_t i = 0; i < n; ++i) {
+      ASSERT_TRUE(
+          w->Add("r" + std::to_string(i), kNoLabel, std::string(1 + i % 5, 'x'))
+              .ok());
+    }
+    ASSERT_TRUE(w->Finish().ok());
+  }
+  std::string index = ReadFile(t / "pack/index.ufs");
+  std::unique_ptr<Reader> r;
+  ASSERT_TRUE(Reader::Open(t / "pack", ReaderOptions(), &r).ok());
+  std::vector<uint64_t> first, members;
+  ASSERT_TRUE(r->BlockMembers(4096, &first, &members).ok());
+  ASSERT_EQ(members.size(), n);
+  for (size_t b = 0; b + 1 < first.size(); ++b) {
+    for (uint64_t k = first[b]; k < first[b + 1]; ++k) {
+      Record rec;
+      ASSERT_TRUE(r->GetRecord(members[k], &rec).ok());
+      ASSERT_EQ(rec.offset / 4096, b) << members[k];
+    }
+  }
+  IndexHeader h;
+  std::string_view in = index;
+  ASSERT_TRUE(h.DecodeFrom(&in).ok());
+  const uint64_t bad = n - 7;
+  EncodeFixed64(&index[h.records.offset + bad * RecordEntry::kEncodedLength +
+                       RecordEntry::kOffsetAt],
+                h.data_size + 1);
+  std::unique_ptr<RandomAccessFile> data;
+  ASSERT_TRUE(NewPosixRandomAccessFile(t / "pack/data.ufs", &data).ok());
+  std::unique_ptr<Reader> damaged;
+  ASSERT_TRUE(internal::OpenReader(NewMemoryRegion("mem/index.ufs", index),
+                                   std::move(data), {}, &damaged)
+                  .ok());
+  Status s = damaged->BlockMembers(4096, &first, &members);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(s.ToString().find("record " + std::to_string(bad)),
+            std::string::npos)
+      << s.ToString();
 }
 
 TEST(BlockReadsTest, OneRequestPerBlockSameBytes) {

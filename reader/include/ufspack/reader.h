@@ -315,7 +315,8 @@ class UFSPACK_EXPORT Reader {
   // block of `block_bytes` bytes: block b's records are
   // members[first[b], first[b + 1]) in record order; blocks are numbered in
   // data order within each part, parts in order, and may be empty.  O(records)
-  // (one GetRecord each; a merged pack opens every part); memory: 8 bytes
+  // (the offset field of each index entry, checked as GetRecord checks it,
+  // on up to 8 threads; a merged pack opens every part); memory: 8 bytes
   // per record and per block.  InvalidArgument if block_bytes is 0.
   Status BlockMembers(uint64_t block_bytes, std::vector<uint64_t>* first,
                       std::vector<uint64_t>* members) const;
