@@ -17,10 +17,11 @@
 namespace ufspack {
 namespace {
 
-// UploadPack with Ctrl-C (or an error from `progress`) cancelling it,
-// re-raised afterwards.
+// UploadPack with Ctrl-C (or an error from `progress` or `log`) cancelling
+// it, re-raised afterwards.
 void UploadPackPy(const py::bytes& local, const std::string& url,
-                  const std::function<void(uint64_t, uint64_t)>& progress) {
+                  const std::function<void(uint64_t, uint64_t)>& progress,
+                  const std::function<void(const std::string&)>& log) {
   UploadOptions o;
   std::atomic<bool> cancel{false};
   o.cancel = &cancel;
@@ -37,6 +38,19 @@ void UploadPackPy(const py::bytes& local, const std::string& url,
       cancel = true;
     }
   };
+  if (log) {
+    o.log = [&](const std::string& line) {
+      py::gil_scoped_acquire gil;
+      try {
+        log(line);
+      } catch (py::error_already_set& e) {
+        if (!saved_error) {
+          saved_error = std::make_shared<py::error_already_set>(std::move(e));
+        }
+        cancel = true;
+      }
+    };
+  }
   Status s;
   const std::string local_s = local;
   {
@@ -64,9 +78,12 @@ py::dict RemoteStatsPy() {
 
 void AddRemote(py::module_& m) {
   m.def("upload_pack", &UploadPackPy, py::arg("local"), py::arg("url"),
-        py::arg("progress") = nullptr,
+        py::arg("progress") = nullptr, py::arg("log") = nullptr,
         "Uploads the local pack directory `local` to the s3:// pack URL "
-        "`url`: data.ufs first, index.ufs last (see docs/remote.md).");
+        "`url`: data.ufs first, index.ufs last; a merged pack's parts each "
+        "under a key of its own, its manifest last (see docs/remote.md). "
+        "`log(line)` gets a line for each part found already uploaded and "
+        "each stale object deleted.");
   m.def("remote_stats", &RemoteStatsPy,
         "Process-wide counters of remote reads: requests sent (retries "
         "included), response body bytes, retries, and ranges served by a "

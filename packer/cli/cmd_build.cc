@@ -4,6 +4,7 @@
 // into a local directory or, through a staging directory, to S3.
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +17,9 @@
 
 #include "commands.h"
 #include "ufspack/builder.h"
+#include "ufspack/file.h"
+#include "ufspack/manifest.h"
+#include "ufspack/merge.h"
 #include "ufspack/posix_io.h"
 #include "ufspack/reader.h"
 #include "ufspack/remote.h"
@@ -29,7 +33,10 @@ const char kBuildHelp[] = R"(Usage: ufspack build <dir> [-o <out>] [options]
 Packs the files under <dir> into <out>/data.ufs and <out>/index.ufs.
 <out> may be s3://bucket/prefix/name.ufspack: the pack is built in a
 staging directory, then uploaded (data.ufs first, index.ufs last; large
-files as S3 multipart uploads) and the staging directory removed.
+files as S3 multipart uploads) and the staging directory removed.  With
+--parts <n>, the <n> parts of the split are built and merged there, and
+the merged pack goes up: each part under a key of its own, the manifest
+last (see docs/remote.md, "Merged packs on S3").
 https:// and http:// packs are read-only: they can be read, not written.
 
 By default <dir> is read as torchvision's ImageFolder reads it: every
@@ -52,6 +59,17 @@ Options:
       --part-size <size>    s3:// output: files larger than this go up as
                             multipart uploads in parts of this size (default
                             16M; 5M to 5G)
+      --parts <n>           s3:// output: build all <n> parts of the split
+                            below, one after another in the staging
+                            directory, merge them, and upload the merged
+                            pack: part k goes to <out>/<pack id>-part-<k>/
+                            (keys led by the part's pack id spread the
+                            parts over S3's prefixes), <out>/manifest.ufs
+                            last; parts already uploaded by an interrupted
+                            run are not sent again; a single pack at <out>
+                            from before is deleted once the manifest is up.
+                            (For local output, run --part <i>/<n> jobs and
+                            `ufspack merge`, or ufspack.build(parts=<n>).)
       --part <i>/<n>        build only part <i> (0-based) of <n>: the
                             ImageFolder-ordered sample list is split into
                             <n> contiguous ranges of about equal bytes
@@ -111,6 +129,7 @@ Examples:
   ufspack build logs/ --flat --all-files --compress zstd:9 -o logs.pack
   ufspack build train/ -j64 --skip-unreadable --json > build.json
   ufspack build /data/train -o s3://my-bucket/datasets/train.ufspack
+  ufspack build /data/train --parts 8 -o s3://my-bucket/datasets/train.ufspack
   ufspack build /nas/train --part 3/64 -o /nas/train.parts/part-003
 )";
 
@@ -234,11 +253,12 @@ class StagingDir {
   std::string path_;
 };
 
-// Uploads the pack built in `staging` to `url`, showing progress.  Sets
-// *bytes (both files) and *seconds.
+// Uploads the pack built in `staging` (single or merged) to `url`, showing
+// progress and, unless `quiet`, the upload's log lines.  Sets *bytes (every
+// file) and *seconds.
 Status Upload(const std::string& staging, const std::string& url,
-              uint64_t part_bytes, Progress* progress, uint64_t* bytes,
-              double* seconds) {
+              uint64_t part_bytes, bool quiet, Progress* progress,
+              uint64_t* bytes, double* seconds) {
   UploadOptions uo;
   uo.part_bytes = part_bytes;
   uo.cancel = InterruptFlag();
@@ -248,6 +268,11 @@ Status Upload(const std::string& staging, const std::string& url,
     *bytes = total;
     if (!progress->enabled()) return;
     progress->Update(TransferLine("uploading", done, total, Since(started)));
+  };
+  uo.log = [&](const std::string& line) {
+    if (quiet) return;
+    progress->Clear();
+    std::fprintf(stderr, "ufspack: %s\n", Printable(line).c_str());
   };
   progress->Update("uploading to " + Printable(url) + " ...", true);
   Status s = UploadPack(staging, url, uo);
@@ -261,6 +286,7 @@ struct BuildArgs {
   bool to_s3 = false, quiet = false, no_progress = false, json = false,
        verbose = false;
   uint64_t part_bytes = UploadOptions().part_bytes;
+  uint32_t all_parts = 0;  // --parts: build and merge this many (s3:// only)
   BuildOptions options;
 };
 
@@ -318,6 +344,8 @@ int ParseBuildArgs(const Argv& argv, BuildArgs* a) {
   app.add_option("--compress", compress);
   app.add_option("--layout", layout);
   CLI::Option* part_opt = app.add_option("--part", part_text);
+  std::string parts_text;
+  CLI::Option* parts_opt = app.add_option("--parts", parts_text);
   CLI::Option* extensions_opt =
       app.add_option("--extensions", extension_lists)
           ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
@@ -369,6 +397,24 @@ int ParseBuildArgs(const Argv& argv, BuildArgs* a) {
   }
   if (part_opt->count() > 0) {
     if (int rc = ParsePart(part_text, &options); rc != kExitOk) return rc;
+  }
+  if (parts_opt->count() > 0) {
+    uint64_t n = 0;
+    if (!ParseUint(parts_text, &n) || n < 1 || n > 1000000) {
+      return Usage("build", "--parts takes a count from 1 to 1000000, not '" +
+                                parts_text + "'");
+    }
+    if (part_opt->count() > 0) {
+      return Usage("build",
+                   "--parts builds every part; --part <i>/<n> builds one");
+    }
+    if (!a->to_s3) {
+      return Usage("build",
+                   "--parts is for s3:// output (the parts are built and "
+                   "merged in the staging directory); for a local pack run "
+                   "--part <i>/<n> for each part, then `ufspack merge`");
+    }
+    a->all_parts = static_cast<uint32_t>(n);
   }
   options.scan.all_files = all_files;
   options.scan.flat = flat;
@@ -451,8 +497,14 @@ std::string SuccessJson(const BuildArgs& a, const BuildSummary& summary,
   const BuildOptions& options = a.options;
   std::string j = "{\"ok\":true";
   j += ",\"output\":" + JsonString(a.out);
-  j += ",\"index\":" + JsonString(index_name);
-  j += ",\"data\":" + JsonString(data_name);
+  if (a.all_parts > 1) {
+    // A merged pack: its manifest, no data file of its own.
+    j += ",\"manifest\":" + JsonString(index_name);
+    j += ",\"parts\":" + std::to_string(a.all_parts);
+  } else {
+    j += ",\"index\":" + JsonString(index_name);
+    j += ",\"data\":" + JsonString(data_name);
+  }
   if (a.to_s3) {
     j += ",\"url\":" + JsonString(a.out);
     j += ",\"uploaded_bytes\":" + std::to_string(uploaded);
@@ -502,6 +554,10 @@ void PrintSuccess(const BuildArgs& a, const BuildSummary& summary, double ratio,
                 FormatCount(summary.part_first + summary.part_samples).c_str(),
                 FormatCount(summary.split_samples).c_str());
   }
+  if (a.all_parts > 1) {
+    std::printf("in %u parts, merged: pack id %s\n", a.all_parts,
+                summary.pack_id.ToHex().c_str());
+  }
   if (a.to_s3) {
     std::printf("uploaded %s to %s in %s s (%s MB/s)\n",
                 FormatBytes(uploaded).c_str(), Printable(a.out).c_str(),
@@ -512,6 +568,57 @@ void PrintSuccess(const BuildArgs& a, const BuildSummary& summary, double ratio,
                       1)
                     .c_str());
   }
+}
+
+// --parts: builds the a.all_parts parts of the split into
+// <dir>/parts/part-NNNNN, one after another, and merges them into <dir>.
+// The summary adds up the parts' (the classes and the pack id are the
+// merged pack's).
+Status BuildAllParts(const BuildArgs& a, const std::string& dir,
+                     Progress* progress, BuildSummary* summary) {
+  const auto started = std::chrono::steady_clock::now();
+  const std::string parts_dir = dir + "/parts";
+  if (::mkdir(parts_dir.c_str(), 0777) != 0) {
+    return Status::FromErrno(parts_dir, errno);
+  }
+  std::vector<std::string> names;
+  for (uint32_t k = 0; k < a.all_parts; ++k) {
+    char leaf[32];
+    std::snprintf(leaf, sizeof(leaf), "/part-%05u", k);
+    names.push_back(parts_dir + leaf);
+    BuildOptions options = a.options;
+    options.part = k;
+    options.parts = a.all_parts;
+    const std::string what =
+        "part " + std::to_string(k) + "/" + std::to_string(a.all_parts);
+    options.progress = ProgressLine(a.src + " (" + what + ")", progress);
+    progress->Update("building " + what + " ...", true);
+    BuildSummary part;
+    UFSPACK_RETURN_IF_ERROR(BuildPack(a.src, names.back(), options, &part)
+                                .WithContext("building " + what));
+    summary->files += part.files;
+    summary->classes = part.classes;
+    summary->skipped += part.skipped;
+    summary->compressed += part.compressed;
+    summary->bytes_in += part.bytes_in;
+    summary->bytes_out += part.bytes_out;
+    summary->index_bytes += part.index_bytes;
+    summary->scan_seconds += part.scan_seconds;
+    for (std::string& w : part.warnings) {
+      if (summary->warnings.size() < BuildSummary::kMaxWarnings) {
+        summary->warnings.push_back(std::move(w));
+      }
+    }
+  }
+  progress->Update("merging " + std::to_string(a.all_parts) + " parts ...",
+                   true);
+  MergeSummary merged;
+  UFSPACK_RETURN_IF_ERROR(MergePacks(names, dir, &merged));
+  summary->pack_id = merged.pack_id;
+  summary->index_bytes += merged.manifest_bytes;
+  summary->index_path = merged.manifest_path;
+  summary->seconds = Since(started);
+  return Status::OK();
 }
 
 }  // namespace
@@ -544,7 +651,8 @@ int CmdBuild(const Argv& argv) {
   a.options.progress = ProgressLine(a.src, &progress);
 
   BuildSummary summary;
-  Status s = BuildPack(a.src, build_dir, a.options, &summary);
+  Status s = a.all_parts > 1 ? BuildAllParts(a, build_dir, &progress, &summary)
+                             : BuildPack(a.src, build_dir, a.options, &summary);
   uint64_t uploaded = 0;
   double upload_seconds = 0;
   bool upload_started = false;
@@ -554,7 +662,7 @@ int CmdBuild(const Argv& argv) {
       progress.Clear();
       PrintPackedRecords(build_dir);
     }
-    s = Upload(build_dir, a.out, a.part_bytes, &progress, &uploaded,
+    s = Upload(build_dir, a.out, a.part_bytes, a.quiet, &progress, &uploaded,
                &upload_seconds);
   }
   progress.Clear();
@@ -566,6 +674,10 @@ int CmdBuild(const Argv& argv) {
   std::string index_name = summary.index_path, data_name = summary.data_path;
   if (a.to_s3 && !ResolvePackPath(a.out, &index_name, &data_name).ok()) {
     index_name = data_name = a.out;  // not reached: the upload resolved it
+  }
+  if (a.all_parts > 1) {
+    index_name = DirName(index_name) + "/" + kManifestFileName;
+    data_name.clear();
   }
   const double ratio = summary.bytes_out > 0
                            ? static_cast<double>(summary.bytes_in) /

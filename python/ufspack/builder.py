@@ -75,7 +75,12 @@ def build(
     fresh directory under ``staging`` (default: the system's temporary
     directory; it needs room for the whole pack), uploaded (data.ufs first,
     index.ufs last; docs/remote.md) and the local copy removed, whatever
-    happens.  The summary then also has ``url``.
+    happens.  The summary then also has ``url`` and ``upload_log`` (lines
+    about parts found already uploaded, a stale pack deleted).  With
+    ``parts=N`` (and no ``part``) the N parts are built and merged there,
+    then uploaded as a merged pack: each part under a key of its own, the
+    manifest last (docs/remote.md, "Merged packs on S3"); with an
+    ``executor``, ``staging`` must be a directory its workers see.
 
     The same as ``ufspack build src -o dst``: ImageFolder classes, order and
     labels; ``threads`` files read concurrently; ``compress="zstd"`` or
@@ -122,6 +127,12 @@ def build(
         raise ValueError(f"part must be in [0, {parts}), not {part}")
     if executor is not None and (parts == 1 or part is not None):
         raise ValueError("executor needs parts > 1 and no part (it builds every part)")
+    dst_text = os.fsdecode(os.fspath(dst))
+    if "://" in dst_text and (part is None or parts == 1):
+        return _build_remote(src, dst_text, threads=threads, compress=compress, layout=layout,
+                             extensions=extensions, all_files=all_files, flat=flat,
+                             allow_empty=allow_empty, skip_unreadable=skip_unreadable,
+                             progress=progress, staging=staging, parts=parts, executor=executor)
     if parts > 1 and part is None:
         return _build_in_parts(src, dst, parts, executor, progress=progress, threads=threads,
                                compress=compress, layout=layout, extensions=extensions,
@@ -154,15 +165,9 @@ def build(
                 bar.update(done - state["done"])
                 state["done"] = done
 
-    dst_text = os.fsdecode(os.fspath(dst))
     if "://" in dst_text:
-        if parts > 1:
-            raise ValueError(f"{dst_text.split('?')[0]}: parts are built locally (build them, "
-                             "merge, then upload the directory)")
-        return _build_remote(src, dst_text, threads=threads, compress=compress, layout=layout,
-                             extensions=extensions,
-                             all_files=all_files, flat=flat, allow_empty=allow_empty,
-                             skip_unreadable=skip_unreadable, progress=progress, staging=staging)
+        raise ValueError(f"{dst_text.split('?')[0]}: a single part is built locally (build "
+                         "with parts=N and no part to build, merge and upload every part)")
     try:
         summary = _core.build(
             os.fsencode(os.fspath(src)),
@@ -188,17 +193,21 @@ def build(
 
 
 def _build_remote(src: PathLike, url: str, *, staging: Optional[PathLike], **kw: Any) -> BuildSummary:
+    """build() to an s3:// URL: built (with parts > 1: every part, merged)
+    under a fresh staging directory, uploaded, the staging removed."""
     if not url.startswith("s3://"):
         raise ValueError(f"{url.split('?')[0]}: read-only: upload to s3:// only")
     parent = os.fsdecode(os.fspath(staging)) if staging is not None else None
     tmp = tempfile.mkdtemp(prefix="ufspack-build-", dir=parent)
+    log: List[str] = []
     try:
         local = os.path.join(tmp, "pack")
         summary = build(src, local, **kw)
-        _core.upload_pack(os.fsencode(local), url)
+        _core.upload_pack(os.fsencode(local), url, log=log.append)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     summary["url"] = url  # type: ignore[typeddict-unknown-key]
+    summary["upload_log"] = log  # type: ignore[typeddict-unknown-key]
     return summary
 
 

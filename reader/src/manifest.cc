@@ -361,6 +361,48 @@ PackId MergedPackId(const std::vector<PackId>& parts,
   return PackId::Of(buf.data(), buf.size());
 }
 
+Status ManifestContentsOf(const Manifest& m, const std::string& name,
+                          ManifestContents* out) {
+  ManifestContents c;
+  c.flat = m.header.flat();
+  c.parts.resize(m.parts.size());
+  for (size_t k = 0; k < m.parts.size(); ++k) {
+    const PartEntry& e = m.parts[k];
+    ManifestContents::Part& p = c.parts[k];
+    p.pack_id = e.pack_id;
+    p.record_count = e.record_count;
+    p.data_size = e.data_size;
+    p.index_size = e.index_size;
+    p.path = std::string(m.part_paths[k]);
+    for (uint32_t j = 0; j < e.label_map_length; ++j) {
+      p.label_map.push_back(m.GlobalLabel(k, j));
+    }
+  }
+  c.segments = m.segments;
+  std::string_view classes = m.classes;
+  for (uint64_t g = 0; g < m.header.class_count; ++g) {
+    ClassEntry e;
+    UFSPACK_RETURN_IF_ERROR(e.DecodeFrom(&classes).WithContext(
+        name + ": class " + std::to_string(g)));
+    if (e.name_offset > m.strings.size() ||
+        e.name_length > m.strings.size() - e.name_offset) {
+      return Status::Corruption(name + ": class " + std::to_string(g) +
+                                ": name lies outside the string pool");
+    }
+    c.classes.push_back(
+        {std::string(m.strings.substr(e.name_offset, e.name_length)),
+         e.first_record, e.record_count});
+  }
+  std::vector<std::pair<std::string_view, std::string_view>> meta;
+  UFSPACK_RETURN_IF_ERROR(
+      DecodeMetadata(m.meta, &meta).WithContext(name + ": metadata"));
+  for (const auto& [key, value] : meta) {
+    c.meta[std::string(key)] = std::string(value);
+  }
+  *out = std::move(c);
+  return Status::OK();
+}
+
 void EncodeManifest(const ManifestContents& c, std::string* out,
                     PackId* pack_id) {
   std::string part_table, segment_table, class_table, maps, strings, meta;

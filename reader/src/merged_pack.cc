@@ -44,8 +44,25 @@ uint64_t PartClassCount(const PartEntry& e, const ManifestHeader& m) {
   return e.label_map_length > 0 ? e.label_map_length : m.class_count;
 }
 
-// Why the part's header says it is not the part the manifest names, or "".
-std::string Mismatch(const IndexHeader& h, const PartEntry& e,
+// What a part's index header says about it, as Mismatch() compares it.
+struct PartFacts {
+  PackId pack_id;
+  uint64_t record_count = 0, class_count = 0, data_size = 0, index_size = 0;
+  bool flat = false;
+};
+
+PartFacts FactsOf(const IndexHeader& h) {
+  return {h.pack_id,   h.record_count, h.class_count,
+          h.data_size, h.index_size,   h.flat()};
+}
+
+PartFacts FactsOf(const PackInfo& i) {
+  return {i.pack_id,   i.record_count, i.class_count,
+          i.data_size, i.index_size,   i.flat};
+}
+
+// Why the part is not the part the manifest names, or "".
+std::string Mismatch(const PartFacts& h, const PartEntry& e,
                      const ManifestHeader& m) {
   if (h.pack_id != e.pack_id) {
     return "pack id " + h.pack_id.ToHex() + ", the manifest expects " +
@@ -67,8 +84,17 @@ std::string Mismatch(const IndexHeader& h, const PartEntry& e,
   if (h.index_size != e.index_size) {
     return differs("index size", h.index_size, e.index_size);
   }
-  if (h.flat() != m.flat()) return "flat and classed packs mixed";
+  if (h.flat != m.flat()) return "flat and classed packs mixed";
   return "";
+}
+
+// The error of a part that could not be opened: NotFound naming the part
+// when it is missing.
+Status PartOpenError(const std::string& what, const Status& s) {
+  if (s.IsNotFound()) {
+    return Status::NotFound(what + " is missing: " + std::string(s.message()));
+  }
+  return s.WithContext(what);
 }
 
 }  // namespace
@@ -107,20 +133,16 @@ Status MergedPack::Open(const std::string& manifest_path,
               });
   }
   // Every part must be there and be the pack that was merged: one header
-  // read each, nothing mapped yet.
-  for (size_t k = 0; k < m.parts.size(); ++k) {
+  // read each, nothing mapped yet.  Parts at URLs are checked when each is
+  // first opened instead (OpenPart, the same checks): up front, a reader
+  // that reads a few parts would pay a request per part, serially, and a
+  // cluster of readers parts x readers requests at start.
+  for (size_t k = 0; k < m.parts.size() && !parts->remote; ++k) {
     const std::string& path = parts->slots[k].path;
     IndexHeader h;
     Status s = ReadPartHeader(path, &h);
-    if (!s.ok()) {
-      const std::string what = PartName(mname, k, path);
-      if (s.IsNotFound()) {
-        return Status::NotFound(what +
-                                " is missing: " + std::string(s.message()));
-      }
-      return s.WithContext(what);
-    }
-    const std::string why = Mismatch(h, m.parts[k], m.header);
+    if (!s.ok()) return PartOpenError(PartName(mname, k, path), s);
+    const std::string why = Mismatch(FactsOf(h), m.parts[k], m.header);
     if (!why.empty()) {
       return Status::Corruption(PartName(mname, k, path) +
                                 " is not the part that was merged: " + why);
@@ -154,23 +176,24 @@ Status MergedPack::Open(const std::string& manifest_path,
 Status MergedPack::OpenPart(size_t k, const SinglePack** part) const {
   PartSlot& slot = parts_->slots[k];
   std::call_once(slot.once, [&] {
-    const PartEntry& e = parts_->manifest.parts[k];
-    const std::string name = PartName(info_.index_path, k, slot.path) +
-                             " is not the part that "
-                             "was merged: ";
+    const std::string what = PartName(info_.index_path, k, slot.path);
     std::unique_ptr<SinglePack> r;
     // Always a single pack: a manifest beside the part's files (a pack
     // appended to in place) is the merged pack, not the part.
     Status s = SinglePack::Open(slot.path, parts_->options, &r);
-    if (s.ok() && r->info().pack_id != e.pack_id) {
-      s = Status::Corruption(name + "pack id " + r->info().pack_id.ToHex() +
-                             ", the manifest expects " + e.pack_id.ToHex() +
-                             " (rebuilt or replaced since the merge)");
-    }
-    if (s.ok() &&
-        (r->info().record_count != e.record_count ||
-         r->info().class_count != PartClassCount(e, parts_->manifest.header))) {
-      s = Status::Corruption(name + "record or class count differs");
+    if (!s.ok()) {
+      s = PartOpenError(what, s);
+    } else {
+      // Everything Open() checks of a local part's header, again: a part
+      // at a URL is checked here only, and any part may have been
+      // replaced since.
+      const std::string why =
+          Mismatch(FactsOf(r->info()), parts_->manifest.parts[k],
+                   parts_->manifest.header);
+      if (!why.empty()) {
+        s = Status::Corruption(what +
+                               " is not the part that was merged: " + why);
+      }
     }
     if (s.ok()) {
       slot.pack = std::move(r);

@@ -51,9 +51,13 @@ struct PartSet {
 
 class MergedPack final : public PackSource {
  public:
-  // Reads the manifest at `manifest_path` and the header of every part's
-  // index.ufs; fails naming the part when one is missing or is not the
-  // pack that was merged.  Maps nothing of the parts.
+  // Reads the manifest at `manifest_path` and, for a local manifest, the
+  // header of every part's index.ufs; fails naming the part when one is
+  // missing or is not the pack that was merged.  Maps nothing of the
+  // parts.  The parts of a manifest at a URL are not touched here: each is
+  // checked (NotFound naming it when missing, Corruption when it is not
+  // the part that was merged) when a read first needs it, so a reader
+  // fetches nothing of the parts it does not read.
   static Status Open(const std::string& manifest_path,
                      const ReaderOptions& options,
                      std::unique_ptr<MergedPack>* pack);

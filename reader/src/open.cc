@@ -272,8 +272,9 @@ Status Reader::Open(const std::string& path, const ReaderOptions& options,
   if (ManifestOf(path, &manifest)) {
     return OpenMerged(manifest, options, reader);
   }
-  if (IsUrl(path) && !options.cache) {
-    // A URL prefix may hold either kind: a single pack is tried first.
+  if (IsUrl(path)) {
+    // A URL prefix may hold either kind: a single pack is tried first
+    // (with a cache too: its index is NotFound when the source says so).
     Status s = OpenSingle(path, options, reader);
     if (!s.IsNotFound()) return s;
     std::string base = path;

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,6 +33,7 @@
 #include "sigv4.h"
 #include "ufspack/file.h"
 #include "ufspack/format.h"
+#include "ufspack/manifest.h"
 #include "ufspack/open_reader.h"
 #include "ufspack/reader.h"
 #include "ufspack/remote.h"
@@ -481,6 +483,310 @@ Status UploadObject(const RandomAccessFile& file,
   return Status::OK();
 }
 
+bool Cancelled(const UploadOptions& options) {
+  return options.cancel != nullptr && options.cancel->load();
+}
+
+void Log(const UploadOptions& options, const std::string& line) {
+  if (options.log) options.log(line);
+}
+
+// The two objects of the pack URL `url` (a prefix, or its index.ufs).
+struct PackObjects {
+  std::string prefix;  // the pack URL without "/index.ufs"
+  std::string index_url, data_url;
+  std::shared_ptr<const ObjectLocation> index, data;
+};
+
+Status LocatePack(const std::string& url, PackObjects* o) {
+  UFSPACK_RETURN_IF_ERROR(ResolvePackPath(url, &o->index_url, &o->data_url));
+  o->prefix = DirName(o->index_url);
+  UFSPACK_RETURN_IF_ERROR(LocateDestination(o->index_url, &o->index));
+  return LocateDestination(o->data_url, &o->data);
+}
+
+// A local single pack, opened the way a reader opens it, from the very
+// file descriptor (data) and mapping (index) that are uploaded: a build
+// replacing the pack meanwhile cannot make the two disagree.
+struct LocalPack {
+  std::unique_ptr<RandomAccessFile> data;
+  std::unique_ptr<Reader> reader;           // owns the index's mapping
+  std::unique_ptr<RandomAccessFile> index;  // a view of that mapping
+  uint64_t index_size = 0;
+
+  const PackInfo& info() const { return reader->info(); }
+};
+
+Status OpenLocalPack(const std::string& dir, LocalPack* pack) {
+  std::string index_path, data_path;
+  UFSPACK_RETURN_IF_ERROR(ResolvePackPath(dir, &index_path, &data_path));
+  UFSPACK_RETURN_IF_ERROR(NewPosixRandomAccessFile(data_path, &pack->data));
+  std::unique_ptr<Region> index;
+  UFSPACK_RETURN_IF_ERROR(MapFile(index_path, &index));
+  const std::string_view index_bytes = index->bytes();
+  UFSPACK_RETURN_IF_ERROR(
+      internal::OpenReader(std::move(index),
+                           std::make_unique<BorrowedFile>(pack->data.get()), {},
+                           &pack->reader)
+          .WithContext("not uploading " + dir +
+                       ": it does not open as a pack"));
+  pack->index = NewViewRandomAccessFile(index_path, index_bytes);
+  pack->index_size = index_bytes.size();
+  return Status::OK();
+}
+
+// The first `n` bytes of the object at `location` (fewer when it is
+// shorter) and its size; *exists is false when there is none (HTTP 404)
+// or it is empty (HTTP 416).
+Status ProbeObject(const std::shared_ptr<const ObjectLocation>& location,
+                   size_t n, const RemoteOptions& options, bool* exists,
+                   uint64_t* size, std::string* head) {
+  Transfer t;
+  Prepare(location, "GET", {}, &t);
+  t.has_range = true;
+  t.range_begin = 0;
+  t.range_length = n;
+  Transfer* ts[] = {&t};
+  Status s = RunTransfers(ts, 1, options);
+  *exists = s.ok();
+  if (s.IsNotFound() || s.IsOutOfRange()) return Status::OK();
+  UFSPACK_RETURN_IF_ERROR(s);
+  *size = t.object_size;
+  *head = std::move(t.body);
+  return Status::OK();
+}
+
+// Whether the destination already holds `pack`'s data.ufs and index.ufs:
+// each object of the local file's size whose header carries the pack's
+// id (one ranged GET of its header each).  An object is written whole or
+// not at all, so these cheap checks are enough to skip it.
+Status AlreadyThere(const LocalPack& pack, const PackObjects& dst,
+                    const RemoteOptions& options, bool* data_there,
+                    bool* index_there) {
+  bool exists = false;
+  uint64_t size = 0;
+  std::string head;
+  *data_there = *index_there = false;
+  UFSPACK_RETURN_IF_ERROR(ProbeObject(dst.data, DataHeader::kEncodedLength,
+                                      options, &exists, &size, &head));
+  if (exists && size == pack.info().data_size) {
+    DataHeader h;
+    std::string_view in = head;
+    *data_there = h.DecodeFrom(&in).ok() && h.pack_id == pack.info().pack_id;
+  }
+  if (!*data_there) return Status::OK();
+  UFSPACK_RETURN_IF_ERROR(ProbeObject(dst.index, IndexHeader::kEncodedLength,
+                                      options, &exists, &size, &head));
+  if (exists && size == pack.index_size) {
+    IndexHeader h;
+    std::string_view in = head;
+    *index_there = h.DecodeFrom(&in).ok() && h.pack_id == pack.info().pack_id;
+  }
+  return Status::OK();
+}
+
+// Deletes the object at `location` (retried as any request); a missing
+// one is no error.
+Status DeleteObject(const std::shared_ptr<const ObjectLocation>& location,
+                    const RemoteOptions& options) {
+  Transfer t;
+  Prepare(location, "DELETE", {}, &t);
+  Transfer* ts[] = {&t};
+  Status s = RunTransfers(ts, 1, options);
+  return s.IsNotFound() ? Status::OK() : s;
+}
+
+// Uploads a single pack: data.ufs first, index.ufs last.
+Status UploadSinglePack(const std::string& local_pack_dir,
+                        const PackObjects& dst, const UploadOptions& options) {
+  LocalPack pack;
+  UFSPACK_RETURN_IF_ERROR(OpenLocalPack(local_pack_dir, &pack));
+  Meter meter(options, pack.info().data_size + pack.index_size);
+  meter.Report(0);
+  UFSPACK_RETURN_IF_ERROR(UploadObject(*pack.data, dst.data, options, &meter));
+  // data.ufs is replaced: from here on, stopping would leave the new data
+  // with the old index, so the index goes up whatever `cancel` says.
+  UploadOptions last = options;
+  last.cancel = nullptr;
+  Status s = UploadObject(*pack.index, dst.index, last, &meter);
+  if (!s.ok()) {
+    return s.WithContext(
+        dst.data_url + " was replaced but " + dst.index_url +
+        " was not: readers get \"not one pack\" until the upload is "
+        "repeated");
+  }
+  return Status::OK();
+}
+
+// The key (relative to the pack URL) of part k of a merged pack: led by
+// 16 hex digits of the part's pack id, so that parts spread over S3's
+// prefix partitions and a rebuilt part never lands on the key of a part
+// an older manifest names.
+std::string PartKey(const PackId& id, size_t k) {
+  char number[24];
+  std::snprintf(number, sizeof(number), "%05zu", k);
+  return id.ToHex().substr(0, 16) + "-part-" + number;
+}
+
+// Uploads the merged pack whose manifest is `manifest_path`: every part as
+// a pack under a key of its own (PartKey), then a manifest naming them,
+// then deletes a single pack left at the destination from before.
+Status UploadMergedPack(const std::string& local_pack_dir,
+                        const std::string& manifest_path,
+                        const PackObjects& dst, const UploadOptions& options) {
+  // The merged pack must open as a reader opens it (the manifest and every
+  // part's header), and each part as a pack matching its entry.
+  {
+    std::unique_ptr<Reader> merged;
+    UFSPACK_RETURN_IF_ERROR(
+        Reader::Open(local_pack_dir, {}, &merged)
+            .WithContext("not uploading " + local_pack_dir +
+                         ": it does not open as a merged pack"));
+  }
+  std::unique_ptr<Region> region;
+  UFSPACK_RETURN_IF_ERROR(LoadFile(manifest_path, &region));
+  Manifest m;
+  UFSPACK_RETURN_IF_ERROR(DecodeManifest(region->bytes(), manifest_path, &m));
+  const std::string dir = DirName(manifest_path);
+  const size_t count = m.parts.size();
+  std::vector<std::string> local(count), keys(count);
+  uint64_t total = 0;
+  for (size_t k = 0; k < count; ++k) {
+    UFSPACK_RETURN_IF_ERROR(
+        JoinPartPath(dir, m.part_paths[k], &local[k])
+            .WithContext(manifest_path + ": part " + std::to_string(k)));
+    keys[k] = PartKey(m.parts[k].pack_id, k);
+    total += m.parts[k].data_size + m.parts[k].index_size;
+  }
+  // The manifest uploaded: the same one with the new part paths (the
+  // merged pack id covers the parts' ids and the segments, not paths).
+  ManifestContents contents;
+  UFSPACK_RETURN_IF_ERROR(ManifestContentsOf(m, manifest_path, &contents));
+  for (size_t k = 0; k < count; ++k) contents.parts[k].path = keys[k];
+  std::string bytes;
+  PackId id;
+  EncodeManifest(contents, &bytes, &id);
+  if (id != m.header.pack_id) {
+    return Status::Corruption(
+        manifest_path + ": pack id " + m.header.pack_id.ToHex() +
+        ", but its parts and segments give " + id.ToHex());
+  }
+  const std::string manifest_url = dst.prefix + "/" + kManifestFileName;
+  std::shared_ptr<const ObjectLocation> manifest_loc;
+  UFSPACK_RETURN_IF_ERROR(LocateDestination(manifest_url, &manifest_loc));
+  const std::unique_ptr<RandomAccessFile> manifest_file =
+      NewMemoryRandomAccessFile(manifest_path, bytes);
+
+  // Each part: checked against its entry before anything is sent, then
+  // uploaded (or skipped when the destination holds it already).
+  auto open_part = [&](size_t k, LocalPack* pack) -> Status {
+    const std::string what =
+        manifest_path + ": part " + std::to_string(k) + " (" + local[k] + ")";
+    UFSPACK_RETURN_IF_ERROR(OpenLocalPack(local[k], pack).WithContext(what));
+    const PartEntry& e = m.parts[k];
+    const PackInfo& i = pack->info();
+    if (i.pack_id != e.pack_id || i.record_count != e.record_count ||
+        i.data_size != e.data_size || pack->index_size != e.index_size) {
+      return Status::Corruption(
+          what + " is not the part that was merged: expected pack id " +
+          e.pack_id.ToHex() + ", " + std::to_string(e.record_count) +
+          " records, data " + std::to_string(e.data_size) + " + index " +
+          std::to_string(e.index_size) + " bytes; found " + i.pack_id.ToHex() +
+          ", " + std::to_string(i.record_count) + " records, data " +
+          std::to_string(i.data_size) + " + index " +
+          std::to_string(pack->index_size) + " bytes");
+    }
+    return Status::OK();
+  };
+  for (size_t k = 0; k < count; ++k) {
+    LocalPack pack;
+    UFSPACK_RETURN_IF_ERROR(open_part(k, &pack));
+  }
+
+  Meter meter(options, total + bytes.size());
+  meter.Report(0);
+  const std::string unchanged =
+      ": no manifest was written, " + dst.prefix +
+      " is unchanged (the parts already up are kept; a new run skips them)";
+  size_t skipped = 0;
+  for (size_t k = 0; k < count; ++k) {
+    if (Cancelled(options)) {
+      return Status::Aborted(manifest_path + ": upload cancelled before part " +
+                             std::to_string(k) + " of " +
+                             std::to_string(count) + unchanged);
+    }
+    LocalPack pack;
+    UFSPACK_RETURN_IF_ERROR(open_part(k, &pack));
+    PackObjects part;
+    UFSPACK_RETURN_IF_ERROR(LocatePack(dst.prefix + "/" + keys[k], &part));
+    bool data_there = false, index_there = false;
+    UFSPACK_RETURN_IF_ERROR(
+        AlreadyThere(pack, part, options.remote, &data_there, &index_there));
+    const std::string which = "part " + std::to_string(k) + " of " +
+                              std::to_string(count) + " (pack id " +
+                              pack.info().pack_id.ToHex() + ")";
+    Status s;
+    if (data_there) {
+      meter.FinishFile(pack.info().data_size);
+    } else {
+      s = UploadObject(*pack.data, part.data, options, &meter);
+    }
+    if (s.ok() && index_there) {
+      meter.FinishFile(pack.index_size);
+      ++skipped;
+      Log(options, part.prefix + ": " + which +
+                       " is there already (same pack id and sizes); skipped");
+    } else if (s.ok()) {
+      if (data_there) {
+        Log(options, part.data_url + ": " + which +
+                         " data is there already; uploading its index only");
+      }
+      s = UploadObject(*pack.index, part.index, options, &meter);
+    }
+    if (!s.ok()) {
+      if (s.IsAborted()) return s.WithContext(which + unchanged);
+      return s.WithContext("uploading " + which + " to " + part.prefix +
+                           unchanged);
+    }
+  }
+  if (skipped > 0) {
+    Log(options, dst.prefix + ": " + std::to_string(skipped) + " of " +
+                     std::to_string(count) +
+                     " parts were there already and were not sent again");
+  }
+  // Last, the manifest: only now is the new pack visible.
+  Status s = UploadObject(*manifest_file, manifest_loc, options, &meter);
+  if (s.IsAborted()) return s.WithContext(manifest_url + unchanged);
+  UFSPACK_RETURN_IF_ERROR(
+      s.WithContext("uploading " + manifest_url + unchanged));
+
+  // A single pack at the destination (an older upload) would still be
+  // opened first (Reader::Open tries a URL prefix as a single pack before
+  // its manifest): delete it, index first, whatever `cancel` says.
+  for (const auto& [url, loc] : {std::make_pair(dst.index_url, dst.index),
+                                 std::make_pair(dst.data_url, dst.data)}) {
+    bool exists = false;
+    uint64_t size = 0;
+    std::string head;
+    s = ProbeObject(loc, 1, options.remote, &exists, &size, &head);
+    if (s.ok() && exists) {
+      s = DeleteObject(loc, options.remote);
+      if (s.ok()) {
+        Log(options, url +
+                         ": deleted (a single pack from before, which "
+                         "readers would open instead of the manifest)");
+      }
+    }
+    if (!s.ok()) {
+      return s.WithContext(
+          manifest_url + " is up, but " + url +
+          " (a single pack from before) could not be deleted: readers of " +
+          dst.prefix + " still open the old single pack until it is");
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace
 }  // namespace remote
 
@@ -506,8 +812,6 @@ Status UploadFile(const std::string& local_path, const std::string& s3_url,
 Status UploadPack(const std::string& local_pack_dir, const std::string& s3_url,
                   const UploadOptions& options) {
   using namespace remote;
-  // The destination's two objects.
-  std::string index_url, data_url;
   if (StartsWith(s3_url, "http://") || StartsWith(s3_url, "https://")) {
     return Status::InvalidArgument(Redact(s3_url) +
                                    ": read-only: upload to s3:// only");
@@ -516,59 +820,39 @@ Status UploadPack(const std::string& local_pack_dir, const std::string& s3_url,
     return Status::InvalidArgument(
         s3_url + ": not an s3:// URL (expected s3://BUCKET/PREFIX)");
   }
-  UFSPACK_RETURN_IF_ERROR(ResolvePackPath(s3_url, &index_url, &data_url));
-  std::shared_ptr<const ObjectLocation> index_loc, data_loc;
-  UFSPACK_RETURN_IF_ERROR(LocateDestination(index_url, &index_loc));
-  UFSPACK_RETURN_IF_ERROR(LocateDestination(data_url, &data_loc));
+  // The destination: a pack URL, or its index.ufs or manifest.ufs.
+  std::string url = s3_url;
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  const std::string manifest_suffix = std::string("/") + kManifestFileName;
+  if (url.size() > manifest_suffix.size() &&
+      url.compare(url.size() - manifest_suffix.size(), manifest_suffix.size(),
+                  manifest_suffix) == 0) {
+    url.resize(url.size() - manifest_suffix.size());
+  }
+  PackObjects dst;
+  UFSPACK_RETURN_IF_ERROR(LocatePack(url, &dst));
   UFSPACK_RETURN_IF_ERROR(CheckOptions(options));
   if (IsUrl(local_pack_dir)) {
     return Status::InvalidArgument(Redact(local_pack_dir) +
                                    ": expected a local pack to upload");
   }
-
-  // The local pack, opened the way a reader opens it, from the very file
-  // descriptor (data) and mapping (index) that are uploaded: a build
-  // replacing the pack meanwhile cannot make the two disagree.
-  std::string index_path, data_path;
-  struct stat mst;
-  if (::stat((local_pack_dir + "/manifest.ufs").c_str(), &mst) == 0) {
-    return Status::NotSupported(
-        local_pack_dir +
-        ": a merged pack; upload its parts and manifest.ufs with the same "
-        "relative layout instead (each part as a pack, the manifest last)");
+  // A directory holding manifest.ufs is a merged pack, whatever else it
+  // holds (docs/format.md); the manifest itself names it too.
+  std::string manifest = local_pack_dir;
+  while (manifest.size() > 1 && manifest.back() == '/') manifest.pop_back();
+  struct stat st;
+  if (::stat(manifest.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    manifest += manifest_suffix;
   }
-  UFSPACK_RETURN_IF_ERROR(
-      ResolvePackPath(local_pack_dir, &index_path, &data_path));
-  std::unique_ptr<RandomAccessFile> data;
-  UFSPACK_RETURN_IF_ERROR(NewPosixRandomAccessFile(data_path, &data));
-  std::unique_ptr<Region> index;
-  UFSPACK_RETURN_IF_ERROR(MapFile(index_path, &index));
-  const std::string_view index_bytes = index->bytes();
-  std::unique_ptr<Reader> reader;
-  UFSPACK_RETURN_IF_ERROR(
-      internal::OpenReader(std::move(index),
-                           std::make_unique<BorrowedFile>(data.get()), {},
-                           &reader)
-          .WithContext("not uploading " + local_pack_dir +
-                       ": it does not open as a pack"));
-  const std::unique_ptr<RandomAccessFile> index_file =
-      NewViewRandomAccessFile(index_path, index_bytes);
-
-  Meter meter(options, reader->info().data_size + index_bytes.size());
-  meter.Report(0);
-  UFSPACK_RETURN_IF_ERROR(UploadObject(*data, data_loc, options, &meter));
-  // data.ufs is replaced: from here on, stopping would leave the new data
-  // with the old index, so the index goes up whatever `cancel` says.
-  UploadOptions last = options;
-  last.cancel = nullptr;
-  Status s = UploadObject(*index_file, index_loc, last, &meter);
-  if (!s.ok()) {
-    return s.WithContext(
-        data_url + " was replaced but " + index_url +
-        " was not: readers get \"not one pack\" until the upload is "
-        "repeated");
+  const size_t name_size = manifest_suffix.size() - 1;
+  if ((manifest == kManifestFileName ||
+       (manifest.size() > name_size &&
+        manifest.compare(manifest.size() - manifest_suffix.size(),
+                         manifest_suffix.size(), manifest_suffix) == 0)) &&
+      ::stat(manifest.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    return UploadMergedPack(DirName(manifest), manifest, dst, options);
   }
-  return Status::OK();
+  return UploadSinglePack(local_pack_dir, dst, options);
 }
 
 }  // namespace ufspack

@@ -537,6 +537,43 @@ TEST(MergeTest, DuplicatedOrOverlappingSegmentsAreRefused) {
   }
 }
 
+TEST(MergeTest, ManifestContentsOfEncodesTheSameManifest) {
+  // Label maps, classes and metadata survive a decode; new part paths
+  // keep the merged pack id (it does not cover paths).
+  ManifestContents c;
+  for (int k = 0; k < 2; ++k) {
+    ManifestContents::Part part;
+    part.pack_id = PackId::Of(k == 0 ? "p0" : "p1", 2);
+    part.record_count = 2;
+    part.data_size = 100 + static_cast<uint64_t>(k);
+    part.index_size = 300 + static_cast<uint64_t>(k);
+    part.path = "parts/p" + std::to_string(k);
+    if (k == 1) part.label_map = {1, 0};
+    c.parts.push_back(part);
+  }
+  c.segments = {{0, 0, 2}, {1, 0, 2}};
+  c.classes = {{"a", 0, 3}, {"b", 3, 1}};
+  c.meta = {{"layout", "sorted"}, {"source_root", "/x"}};
+  std::string bytes;
+  PackId id;
+  EncodeManifest(c, &bytes, &id);
+  Manifest m;
+  ASSERT_TRUE(DecodeManifest(bytes, "m", &m).ok());
+  ManifestContents again;
+  ASSERT_TRUE(ManifestContentsOf(m, "m", &again).ok());
+  std::string bytes2;
+  PackId id2;
+  EncodeManifest(again, &bytes2, &id2);
+  EXPECT_TRUE(bytes2 == bytes);
+  again.parts[0].path = "0123456789abcdef-part-00000";
+  EncodeManifest(again, &bytes2, &id2);
+  EXPECT_EQ(id2, id);
+  Manifest m2;
+  ASSERT_TRUE(DecodeManifest(bytes2, "m2", &m2).ok());
+  EXPECT_EQ(m2.part_paths[0], "0123456789abcdef-part-00000");
+  EXPECT_EQ(m2.GlobalLabel(1, 0), 1u);
+}
+
 TEST(MergeTest, DirectoriesKeepOneKindOfPack) {
   TempDir dir;
   MakeTree(dir / "src", 2, 4, 7);

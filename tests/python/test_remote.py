@@ -3,6 +3,7 @@
 a local pack, batches are one concurrent fetch, the node-local cache serves
 epoch 2 without a request, errors name the URL."""
 
+import glob
 import json
 import os
 import shutil
@@ -111,6 +112,22 @@ def test_merged_pack_over_http(web, small_tree):
             assert img.tobytes() == ref[i][0].tobytes(), i
         with open(ref.samples[7][0], "rb") as f:
             assert pack.read(7) == f.read()
+
+
+def test_merged_pack_prefix_with_a_cache(web, small_tree, tmp_path):
+    """The prefix of a merged pack opens through its manifest with a cache
+    too, and epoch 2 comes from the cache."""
+    ref = torchvision.datasets.ImageFolder(small_tree)
+    cache = ufspack.Cache(str(tmp_path / "cache"))
+    ds = ufspack.MyImageFolder(web + "/merged", cache=cache)
+    assert ds.targets == ref.targets
+    for epoch in range(2):
+        before = _core.remote_stats()
+        batch = ds.__getitems__(list(range(len(ref))))
+        for i, (img, y) in enumerate(batch):
+            assert y == ref.targets[i] and img.tobytes() == ref[i][0].tobytes(), i
+        if epoch == 1:
+            assert delta(before)["requests"] == 0
 
 
 def test_pack_read_many_is_exact_and_batched(web, small_tree):
@@ -249,6 +266,49 @@ def test_build_to_s3_then_read_back(s3_pack, s3_server, small_tree, tmp_path):
             assert p.read(i) == f.read()
     with pytest.raises(ValueError, match="read-only"):
         ufspack.build(small_tree, "https://example.invalid/x.ufspack", progress=False)
+
+
+def test_build_in_parts_to_s3_then_read_back(s3_pack, s3_server, small_tree, tmp_path, monkeypatch):
+    """build(parts=3) to s3://: a merged pack whose reads equal those of the
+    same build made locally; a rebuild skips the parts already up; a reader
+    of one part fetches nothing of the others (the proxy's request log)."""
+    url = f"s3://{s3_server.bucket}/py/parts.ufspack"
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    summary = ufspack.build(small_tree, url, parts=3, progress=False, staging=staging)
+    assert summary["url"] == url and summary["parts"] == 3
+    assert summary["upload_log"] == []
+    assert os.listdir(staging) == []
+    local = str(tmp_path / "local")
+    ufspack.build(small_tree, local, parts=3, progress=False)
+    remote_pack, local_pack = ufspack.Pack(url), ufspack.Pack(local)
+    assert remote_pack.info["parts"] == 3 and remote_pack.info["pack_id"] == local_pack.info["pack_id"]
+    assert [remote_pack.name(i) for i in range(len(local_pack))] == [
+        local_pack.name(i) for i in range(len(local_pack))]
+    assert remote_pack.read_many(list(range(len(local_pack)))) == local_pack.read_many(
+        list(range(len(local_pack))))
+    ds, ref = ufspack.MyImageFolder(url), ufspack.MyImageFolder(local)
+    assert ds.classes == ref.classes and ds.targets == ref.targets
+    for i in (0, 9, len(ref) - 1):
+        assert ds[i][0].tobytes() == ref[i][0].tobytes() and ds[i][1] == ref[i][1]
+
+    again = ufspack.build(small_tree, url, parts=3, progress=False, staging=staging)
+    assert sum("there already" in line for line in again["upload_log"]) == 4, again["upload_log"]
+
+    # Through the proxy: opening the pack and reading part 0's records
+    # touch the manifest and part 0 only.
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server.proxy)
+    s3_server.reset()
+    p = ufspack.Pack(url)
+    (part0,) = glob.glob(os.path.join(local, "parts-*", "part-00000"))
+    parts0 = list(range(ufspack.Pack(part0).info["records"]))  # merge puts part 0 first
+    assert 0 < len(parts0) < len(p)
+    assert p.read_many(parts0) == local_pack.read_many(parts0)
+    paths = [e["path"] for e in s3_server.log()]
+    prefix = f"/{s3_server.bucket}/py/parts.ufspack/"
+    keys = {path[len(prefix):].split("/")[0] for path in paths}
+    others = keys - {"index.ufs", "manifest.ufs"}
+    assert len(others) == 1 and others.pop().endswith("-part-00000"), paths
 
 
 def test_cache_epoch2_bench_smoke(web, small_pack, small_tree, tmp_path):

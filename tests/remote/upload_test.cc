@@ -24,6 +24,8 @@
 #include "testutil.h"
 #include "ufspack/builder.h"
 #include "ufspack/file.h"
+#include "ufspack/manifest.h"
+#include "ufspack/merge.h"
 #include "ufspack/reader.h"
 #include "ufspack/remote.h"
 
@@ -158,6 +160,87 @@ void ExpectPack(const std::string& url,
     const auto it = expected.find(std::string(r.name));
     ASSERT_NE(it, expected.end()) << r.name;
     EXPECT_TRUE(batch.get(i) == it->second) << "record " << r.name;
+  }
+}
+
+// A tree of `files` random files in 3 classes ("c0/x0.bin", ...) at `src`,
+// built in `parts` parts (out/parts/part-k) and merged into `out`; returns
+// the files by name.
+std::map<std::string, std::string> MakeMergedPack(const std::string& src,
+                                                  const std::string& out,
+                                                  int files, int parts,
+                                                  uint64_t seed) {
+  std::map<std::string, std::string> contents;
+  for (int i = 0; i < files; ++i) {
+    const std::string name =
+        "c" + std::to_string(i % 3) + "/x" + std::to_string(i) + ".bin";
+    contents[name] =
+        test::RandomBytes(1000 + static_cast<size_t>(i) * 37,
+                          seed * 100003 + static_cast<uint64_t>(i));
+    WriteFile(src + "/" + name, contents[name]);
+  }
+  std::vector<std::string> names;
+  for (int k = 0; k < parts; ++k) {
+    names.push_back(out + "/parts/part-" + std::to_string(k));
+    BuildOptions options;
+    options.scan.all_files = true;
+    options.part = static_cast<uint32_t>(k);
+    options.parts = static_cast<uint32_t>(parts);
+    BuildSummary summary;
+    Status s = BuildPack(src, names.back(), options, &summary);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  }
+  MergeSummary merged;
+  Status s = MergePacks(names, out, &merged);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return contents;
+}
+
+// The manifest at `url` (its prefix), decoded; its bytes in *bytes.
+Manifest RemoteManifest(const std::string& url, std::string* bytes) {
+  Manifest m;
+  remote::Transfer t = Request("GET", url + "/" + kManifestFileName, {});
+  EXPECT_TRUE(t.status.ok()) << t.status.ToString();
+  *bytes = t.body;
+  Status s = DecodeManifest(*bytes, url, &m);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return m;
+}
+
+// Every record of `a` and `b` alike: names, labels, classes, bytes.
+void ExpectSameRecords(const std::string& a_path, const std::string& b_path) {
+  std::unique_ptr<Reader> a, b;
+  Status s = Reader::Open(a_path, {}, &a);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  s = Reader::Open(b_path, {}, &b);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(a->size(), b->size());
+  EXPECT_EQ(a->info().pack_id, b->info().pack_id);
+  EXPECT_EQ(a->info().part_count, b->info().part_count);
+  ASSERT_EQ(a->info().class_count, b->info().class_count);
+  for (uint64_t c = 0; c < a->info().class_count; ++c) {
+    ClassInfo ca, cb;
+    ASSERT_TRUE(a->GetClass(c, &ca).ok());
+    ASSERT_TRUE(b->GetClass(c, &cb).ok());
+    EXPECT_EQ(ca.name, cb.name);
+    EXPECT_EQ(ca.first_record, cb.first_record);
+    EXPECT_EQ(ca.record_count, cb.record_count);
+  }
+  std::vector<uint64_t> all(a->size());
+  for (uint64_t i = 0; i < all.size(); ++i) all[i] = i;
+  Batch ba, bb;
+  s = a->ReadBatch(all.data(), all.size(), &ba);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  s = b->ReadBatch(all.data(), all.size(), &bb);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  for (uint64_t i = 0; i < all.size(); ++i) {
+    Record ra, rb;
+    ASSERT_TRUE(a->GetRecord(i, &ra).ok());
+    ASSERT_TRUE(b->GetRecord(i, &rb).ok());
+    EXPECT_EQ(ra.name, rb.name);
+    EXPECT_EQ(ra.label, rb.label);
+    EXPECT_EQ(ra.part, rb.part);
+    EXPECT_TRUE(ba.get(i) == bb.get(i)) << "record " << ra.name;
   }
 }
 
@@ -478,6 +561,253 @@ TEST(UploadFakeS3Test, CompleteAnswering200WithAnErrorAbortsTheUpload) {
   EXPECT_TRUE(Contains(log, "DELETE /bucket/key?uploadId=fake-1\n")) << log;
 }
 
+// --- merged packs ----------------------------------------------------------
+
+TEST_F(UploadTest, MergedPackPartsUnderKeysOfTheirOwnManifestLast) {
+  const auto files = MakeMergedPack(tmp_ / "src", tmp_ / "merged", 30, 3, 21);
+  const std::string url = Url("merged/train.ufspack");
+  std::vector<std::pair<uint64_t, uint64_t>> calls;
+  std::vector<std::string> log;
+  UploadOptions options;
+  options.progress = [&](uint64_t done, uint64_t total) {
+    calls.emplace_back(done, total);
+  };
+  options.log = [&](const std::string& line) { log.push_back(line); };
+  Status s = UploadPack(tmp_ / "merged", url, options);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(log.empty()) << log[0];
+  ExpectSameRecords(tmp_ / "merged", url);
+  ExpectPack(url, files);
+  // Part k at "<16 hex of its pack id>-part-0000k"; the manifest is the
+  // local one but for those paths (same pack id).
+  std::string bytes;
+  const Manifest m = RemoteManifest(url, &bytes);
+  ASSERT_EQ(m.parts.size(), 3u);
+  uint64_t total = bytes.size();
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(std::string(m.part_paths[k]),
+              m.parts[k].pack_id.ToHex().substr(0, 16) + "-part-0000" +
+                  std::to_string(k));
+    total += m.parts[k].data_size + m.parts[k].index_size;
+  }
+  ASSERT_FALSE(calls.empty());
+  EXPECT_EQ(calls.back(), std::make_pair(total, total));
+  for (size_t i = 1; i < calls.size(); ++i) {
+    EXPECT_LE(calls[i - 1].first, calls[i].first);
+  }
+  // Nothing at the prefix but the manifest and the parts.
+  EXPECT_TRUE(Request("GET", url + "/index.ufs", {}).status.IsNotFound());
+  // The local manifest file names the same pack.
+  ASSERT_TRUE(UploadPack(tmp_ / "merged/manifest.ufs",
+                         Url("merged2/train.ufspack/manifest.ufs"), {})
+                  .ok());
+  ExpectSameRecords(tmp_ / "merged", Url("merged2/train.ufspack"));
+}
+
+TEST_F(UploadTest, MergedPackReplacesASinglePackAtTheSamePrefix) {
+  const auto v1 = MakePack(tmp_ / "src1", tmp_ / "single", 10, 1000, 22);
+  const std::string url = Url("single-then-merged/train.ufspack");
+  ASSERT_TRUE(UploadPack(tmp_ / "single", url, {}).ok());
+  std::unique_ptr<Reader> old_reader;
+  ASSERT_TRUE(Reader::Open(url, {}, &old_reader).ok());
+  const auto v2 = MakeMergedPack(tmp_ / "src2", tmp_ / "merged", 12, 3, 23);
+  std::vector<std::string> log;
+  UploadOptions options;
+  options.log = [&](const std::string& line) { log.push_back(line); };
+  Status s = UploadPack(tmp_ / "merged", url, options);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  // The old single pack is gone (index first), so readers open the
+  // manifest.
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_TRUE(Contains(log[0], url + "/index.ufs: deleted")) << log[0];
+  EXPECT_TRUE(Contains(log[1], url + "/data.ufs: deleted")) << log[1];
+  EXPECT_TRUE(Request("GET", url + "/index.ufs", {}).status.IsNotFound());
+  EXPECT_TRUE(Request("GET", url + "/data.ufs", {}).status.IsNotFound());
+  std::unique_ptr<Reader> r;
+  ASSERT_TRUE(Reader::Open(url, {}, &r).ok());
+  EXPECT_EQ(r->info().part_count, 3u);
+  ExpectPack(url, v2);
+  // A reader of the old pack: its data is gone.
+  uint64_t last = old_reader->size() - 1;
+  Batch batch;
+  s = old_reader->ReadBatch(&last, 1, &batch);
+  EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+  // And back: a single pack over the merged one wins on open (the old
+  // manifest is left, still a whole pack for whoever names it).
+  ASSERT_TRUE(UploadPack(tmp_ / "single", url, {}).ok());
+  ExpectPack(url, v1);
+  ExpectPack(url + "/manifest.ufs", v2);
+}
+
+TEST_F(UploadTest, MergedPackReuploadSkipsPartsAlreadyThere) {
+  const auto files = MakeMergedPack(tmp_ / "src", tmp_ / "merged", 15, 3, 24);
+  const std::string url = Url("resume/train.ufspack");
+  ASSERT_TRUE(UploadPack(tmp_ / "merged", url, {}).ok());
+  std::string bytes;
+  const Manifest m = RemoteManifest(url, &bytes);
+  ASSERT_EQ(m.parts.size(), 3u);
+  const std::string part1 = url + "/" + std::string(m.part_paths[1]);
+  // As if interrupted after part 1's data: its index is not there, and
+  // nor is the manifest.
+  ASSERT_TRUE(Request("DELETE", part1 + "/index.ufs", {}).status.ok());
+  ASSERT_TRUE(Request("DELETE", url + "/manifest.ufs", {}).status.ok());
+  std::vector<std::string> log;
+  uint64_t last_done = 0, last_total = 1;
+  UploadOptions options;
+  options.log = [&](const std::string& line) { log.push_back(line); };
+  options.progress = [&](uint64_t done, uint64_t total) {
+    last_done = done;
+    last_total = total;
+  };
+  const RemoteStats before = GetRemoteStats();
+  Status s = UploadPack(tmp_ / "merged", url, options);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const RemoteStats after = GetRemoteStats();
+  // Per part a GET of data.ufs's header, and of index.ufs's when the data
+  // matched (3 + 3); one PUT (part 1's index.ufs); the manifest's PUT;
+  // two GETs for a single pack at the prefix (none).
+  EXPECT_EQ(after.requests - before.requests - (after.retries - before.retries),
+            10u);
+  EXPECT_EQ(last_done, last_total);
+  ASSERT_EQ(log.size(), 4u);
+  EXPECT_TRUE(Contains(log[0], "part 0 of 3")) << log[0];
+  EXPECT_TRUE(Contains(log[0], "there already")) << log[0];
+  EXPECT_TRUE(Contains(log[1], part1 + "/data.ufs: part 1 of 3")) << log[1];
+  EXPECT_TRUE(Contains(log[1], "uploading its index only")) << log[1];
+  EXPECT_TRUE(Contains(log[2], "part 2 of 3")) << log[2];
+  EXPECT_TRUE(Contains(log[3], "2 of 3 parts were there already")) << log[3];
+  ExpectPack(url, files);
+}
+
+TEST_F(UploadTest, MissingRemotePartIsNotFoundNamingItsUrl) {
+  const auto files = MakeMergedPack(tmp_ / "src", tmp_ / "merged", 15, 3, 25);
+  const std::string url = Url("missing-part/train.ufspack");
+  ASSERT_TRUE(UploadPack(tmp_ / "merged", url, {}).ok());
+  std::string bytes;
+  const Manifest m = RemoteManifest(url, &bytes);
+  const std::string part2 = url + "/" + std::string(m.part_paths[2]);
+  ASSERT_TRUE(Request("DELETE", part2 + "/index.ufs", {}).status.ok());
+  // The parts of a remote manifest are checked on first use: the pack
+  // opens, parts 0 and 1 read, part 2 is NotFound naming its URL.
+  std::unique_ptr<Reader> r;
+  Status s = Reader::Open(url, {}, &r);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const uint64_t first2 = m.parts[0].record_count + m.parts[1].record_count;
+  Record rec;
+  ASSERT_TRUE(r->GetRecord(0, &rec).ok());
+  ASSERT_TRUE(r->GetRecord(first2 - 1, &rec).ok());
+  s = r->GetRecord(first2, &rec);
+  EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+  EXPECT_TRUE(Contains(s, "part 2 (" + part2 + ") is missing")) << s.ToString();
+  EXPECT_TRUE(Contains(s, part2 + "/index.ufs")) << s.ToString();
+  // The CLI says the same.
+  test::CommandResult c = test::RunCli({"verify", url});
+  EXPECT_NE(c.exit_code, 0);
+  EXPECT_TRUE(Contains(
+      c.out + c.err,
+      "part 2 (" + part2 + ") is missing: GET " + part2 + "/index.ufs"))
+      << c.out << c.err;
+  // A part replaced by another pack: Corruption naming what differs.
+  ASSERT_TRUE(UploadPack(tmp_ / "merged/parts/part-0", part2, {}).ok());
+  ASSERT_TRUE(Reader::Open(url, {}, &r).ok());
+  s = r->GetRecord(first2, &rec);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(Contains(s, "is not the part that was merged: pack id " +
+                              m.parts[0].pack_id.ToHex() +
+                              ", the manifest expects " +
+                              m.parts[2].pack_id.ToHex()))
+      << s.ToString();
+}
+
+TEST_F(UploadTest, ReadingOnePartFetchesNothingOfTheOthers) {
+  MakeMergedPack(tmp_ / "src", tmp_ / "merged", 30, 3, 26);
+  const std::string url = Url("lazy/train.ufspack");
+  ASSERT_TRUE(UploadPack(tmp_ / "merged", url, {}).ok());
+  std::string manifest;
+  const Manifest m = RemoteManifest(url, &manifest);
+  // Parts 1 and 2 deleted from the server: a reader of part 0 that
+  // touched them would fail.
+  for (size_t k : {1, 2}) {
+    for (const char* file : {"/index.ufs", "/data.ufs"}) {
+      const std::string object =
+          url + "/" + std::string(m.part_paths[k]) + file;
+      ASSERT_TRUE(Request("DELETE", object, {}).status.ok()) << object;
+    }
+  }
+  std::unique_ptr<Reader> local;
+  ASSERT_TRUE(Reader::Open(tmp_ / "merged", {}, &local).ok());
+  const uint64_t n0 = m.parts[0].record_count;
+  ASSERT_GT(n0, 1u);
+  ASSERT_EQ(m.segments[0].part, 0u);
+  ASSERT_EQ(m.segments[0].count, n0);
+  const RemoteStats before = GetRemoteStats();
+  std::unique_ptr<Reader> r;
+  Status s = Reader::Open(url, {}, &r);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  // Opening: the prefix's index.ufs (404: no single pack), then the
+  // manifest (one request: it is smaller than the first request's MiB);
+  // no part.
+  const RemoteStats opened = GetRemoteStats();
+  EXPECT_EQ(opened.requests - before.requests, 2u);
+  // Every record of part 0, one at a time, then as a batch.
+  for (uint64_t i = 0; i < n0; ++i) {
+    std::string bytes, expected;
+    s = r->Read(i, &bytes);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_TRUE(local->Read(i, &expected).ok());
+    EXPECT_TRUE(bytes == expected) << i;
+  }
+  std::vector<uint64_t> all(n0);
+  for (uint64_t i = 0; i < n0; ++i) all[i] = i;
+  Batch batch;
+  s = r->ReadBatch(all.data(), all.size(), &batch);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  // Part 0's open (its index, the head of its data.ufs), then at most one
+  // request per record read alone, one per batch.
+  const RemoteStats read = GetRemoteStats();
+  EXPECT_LE(read.requests - opened.requests, 2 + n0 + 1);
+  // The first record of part 1 is where its absence shows.
+  Record rec;
+  s = r->GetRecord(n0, &rec);
+  EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+  EXPECT_TRUE(Contains(s, "part 1 (")) << s.ToString();
+}
+
+TEST_F(UploadTest, CancelledMergedUploadLeavesThePreviousPack) {
+  const auto v1 = MakePack(tmp_ / "src1", tmp_ / "single", 8, 1000, 28);
+  const std::string url = Url("merged-cancel/train.ufspack");
+  ASSERT_TRUE(UploadPack(tmp_ / "single", url, {}).ok());
+  MakeMergedPack(tmp_ / "src2", tmp_ / "merged", 12, 3, 29);
+  std::atomic<bool> cancel{false};
+  UploadOptions options;
+  options.cancel = &cancel;
+  options.progress = [&](uint64_t done, uint64_t) {
+    if (done > 0) cancel.store(true);  // once part 0 has begun
+  };
+  Status s = UploadPack(tmp_ / "merged", url, options);
+  EXPECT_TRUE(s.IsAborted()) << s.ToString();
+  EXPECT_TRUE(Contains(s, "no manifest was written")) << s.ToString();
+  EXPECT_TRUE(Request("GET", url + "/manifest.ufs", {}).status.IsNotFound());
+  ExpectPack(url, v1);
+}
+
+TEST_F(UploadTest, LocalMergedPackMustOpen) {
+  MakeMergedPack(tmp_ / "src", tmp_ / "merged", 12, 3, 30);
+  ASSERT_EQ(::unlink((tmp_ / "merged/parts/part-1/index.ufs").c_str()), 0);
+  const RemoteStats before = GetRemoteStats();
+  Status s = UploadPack(tmp_ / "merged", Url("bad-merged/train.ufspack"), {});
+  EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+  EXPECT_TRUE(Contains(s, "does not open as a merged pack")) << s.ToString();
+  EXPECT_TRUE(Contains(s, "part 1")) << s.ToString();
+  // A part whose data file is missing: found before anything is sent.
+  MakeMergedPack(tmp_ / "src2", tmp_ / "merged2", 12, 3, 31);
+  ASSERT_EQ(::unlink((tmp_ / "merged2/parts/part-2/data.ufs").c_str()), 0);
+  s = UploadPack(tmp_ / "merged2", Url("bad-merged/train.ufspack"), {});
+  EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+  EXPECT_TRUE(Contains(s, "part 2 (")) << s.ToString();
+  EXPECT_EQ(GetRemoteStats().requests, before.requests);
+}
+
 // --- the CLI ---------------------------------------------------------------
 
 TEST_F(UploadTest, CliBuildToS3ThenVerifyAndCat) {
@@ -511,6 +841,48 @@ TEST_F(UploadTest, CliBuildToS3ThenVerifyAndCat) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(r.out == files[name]) << name;
   }
+}
+
+TEST_F(UploadTest, CliBuildPartsToS3ThenInfoVerifyCat) {
+  // The same tree built locally in 3 parts and merged, for comparison.
+  const auto files = MakeMergedPack(tmp_ / "src", tmp_ / "local", 30, 3, 27);
+  test::MakeDirs(tmp_ / "staging");
+  const std::string url = Url("cli-parts/train.ufspack");
+  test::CommandResult r =
+      test::RunCli({"build", tmp_ / "src", "-o", url, "--all-files", "--parts",
+                    "3", "--json", "--staging", tmp_ / "staging"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.out, "\"ok\":true")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "\"manifest\":\"" + url + "/manifest.ufs\""))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out, "\"parts\":3")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "\"files\":30")) << r.out;
+  EXPECT_EQ(StagingDirs(tmp_ / "staging"), 0);
+  ExpectSameRecords(tmp_ / "local", url);
+  r = test::RunCli({"info", url});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "30")) << r.out;
+  r = test::RunCli({"verify", url});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const char* name : {"c0/x0.bin", "c1/x13.bin", "c2/x29.bin"}) {
+    r = test::RunCli({"cat", url, name});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(r.out == files.at(name)) << name;
+  }
+  // Again: every part is there already, and says so.
+  r = test::RunCli({"build", tmp_ / "src", "-o", url, "--all-files", "--parts",
+                    "3", "--staging", tmp_ / "staging"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.err, "3 of 3 parts were there already")) << r.err;
+  EXPECT_TRUE(Contains(r.out, "in 3 parts, merged")) << r.out;
+  // --parts is for s3:// output, and not with --part.
+  r = test::RunCli({"build", tmp_ / "src", "-o", tmp_ / "out", "--parts", "3"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(Contains(r.err, "--parts is for s3:// output")) << r.err;
+  r = test::RunCli(
+      {"build", tmp_ / "src", "-o", url, "--parts", "3", "--part", "0/3"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(Contains(r.err, "--parts builds every part")) << r.err;
 }
 
 TEST(UploadRefusedTest, CliRefusesHttpsOutput) {

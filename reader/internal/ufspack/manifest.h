@@ -166,6 +166,14 @@ struct ManifestContents {
   std::map<std::string, std::string> meta;
 };
 
+// The contents that encode `m` again (EncodeManifest gives the same pack
+// id; the metadata in key order): for a writer that changes the part
+// paths of a decoded manifest, as an upload does.  `name` prefixes errors
+// (Corruption for a class name or metadata section that does not decode).
+UFSPACK_EXPORT Status ManifestContentsOf(const Manifest& m,
+                                         const std::string& name,
+                                         ManifestContents* out);
+
 // Encodes a complete manifest file (header, sections, checksums, the pack
 // id from MergedPackId of the parts and segments).
 UFSPACK_EXPORT void EncodeManifest(const ManifestContents& contents,

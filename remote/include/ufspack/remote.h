@@ -27,8 +27,9 @@
 // No credential ever appears in a message: URLs are shown without their
 // query string, and request headers are never shown.
 //
-// Packs are written to S3 with UploadPack() (`ufspack build DIR -o s3://...`
-// builds locally, then uploads); http(s):// URLs are read-only.
+// Packs, single or merged, are written to S3 with UploadPack() (`ufspack
+// build DIR -o s3://... [--parts N]` builds locally, then uploads);
+// http(s):// URLs are read-only.
 //
 // Thread safety: all functions are thread-safe.  Files opened through the
 // registered storage may be read from any number of threads at once.
@@ -109,11 +110,17 @@ struct UploadOptions {
   // Called on the calling thread, about 10 times a second and once at the
   // end, with the bytes sent (parts in flight counted as far as they have
   // gone; a retried part goes back) and the total: for UploadPack() the two
-  // files together.
+  // files together, or for a merged pack every part's two files and the
+  // manifest (a file found already uploaded counts as sent).
   std::function<void(uint64_t done, uint64_t total)> progress;
   // Set from another thread (a signal handler's flag): the upload stops
   // within about a second, aborts its multipart upload and returns Aborted.
   const std::atomic<bool>* cancel = nullptr;
+  // Called on the calling thread with one line (no newline) for each step
+  // of UploadPack() other than sending bytes: a part of a merged pack
+  // skipped because the destination holds it already, a stale single pack
+  // deleted.  May be empty.
+  std::function<void(const std::string& line)> log;
   // Retries, timeouts and TLS of each request (see RemoteOptions).
   RemoteOptions remote;
 };
@@ -144,11 +151,14 @@ UFSPACK_EXPORT Status UploadFile(const std::string& local_path,
                                  const std::string& s3_url,
                                  const UploadOptions& options);
 
-// Uploads the local pack `local_pack_dir` (a directory with index.ufs and
-// data.ufs, which must open with Reader::Open) to the pack URL `s3_url`
-// ("s3://bucket/prefix/train.ufspack": the objects .../data.ufs and
-// .../index.ufs).  data.ufs goes first and index.ufs last, so that a reader
-// never finds the new index without its data.
+// Uploads the local pack `local_pack_dir` to the pack URL `s3_url`
+// ("s3://bucket/prefix/train.ufspack"; a URL ending in /index.ufs or
+// /manifest.ufs names the same prefix).  The local pack must open with
+// Reader::Open; it is either
+//
+// A single pack (a directory with index.ufs and data.ufs): the objects
+// .../data.ufs and .../index.ufs.  data.ufs goes first and index.ufs last,
+// so that a reader never finds the new index without its data.
 //
 // Replacing a pack in place (S3 has no rename of two objects at once):
 //   - a reader that opens before data.ufs is replaced opens the old pack;
@@ -164,7 +174,36 @@ UFSPACK_EXPORT Status UploadFile(const std::string& local_path,
 // `cancel` says, because stopping there would leave a pair that no reader
 // can open; the call then returns OK.  An error uploading index.ufs says
 // that the destination holds the new data with the old index until the
-// upload is repeated.
+// upload is repeated.  A manifest.ufs left at the prefix by an earlier
+// merged upload is not deleted: opening the prefix finds the single pack
+// first, and the old manifest (whose parts are kept) stays a consistent
+// pack for whoever names it.
+//
+// A merged pack (a directory holding manifest.ufs, or the manifest
+// itself; docs/format.md "Merged packs"): each part k goes up as a single
+// pack (data.ufs, then index.ufs) to the prefix
+// "<s3_url>/<16 hex digits of the part's pack id>-part-<k, 5 digits>",
+// part after part, and then, last, a manifest naming the parts by those
+// relative paths (the same merged pack id) to "<s3_url>/manifest.ufs".
+// Nothing is visible as the new pack until the manifest is up: a
+// cancelled or failed upload returns leaving the prefix's previous pack
+// as it was (parts already sent stay, unnamed and harmless).  Before
+// anything is sent, the merged pack is opened with Reader::Open and each
+// part as a pack matching its manifest entry (pack id, record count,
+// sizes).  A part key whose data.ufs and index.ufs already hold the part
+// (the sizes, and the pack id in each file's header: one ranged GET each)
+// is not sent again, so a re-run after an interrupted upload resumes;
+// options.log says so.  Part keys are led by the part's pack id, so parts
+// spread over S3's partitioned prefixes, and a part that changed never
+// replaces one that an older manifest names: readers of the previous
+// manifest keep working (old parts are never deleted; a lifecycle rule or
+// a manual delete removes them).  After the manifest is up, a single pack
+// at the prefix from an earlier upload (index.ufs, data.ufs) is deleted,
+// index first, whatever `cancel` says, because Reader::Open tries a URL
+// prefix as a single pack before its manifest; this needs
+// s3:DeleteObject, and only when there is such a pack.  Readers that had
+// that single pack open then get NotFound on their next read.  Progress
+// counts every part's two files and the manifest.
 UFSPACK_EXPORT Status UploadPack(const std::string& local_pack_dir,
                                  const std::string& s3_url,
                                  const UploadOptions& options);
