@@ -214,17 +214,41 @@ run_tsan() {
   return $rc
 }
 
+# What failed in suite $1, in a few lines: printed again at the very end,
+# where a CI log cut to its tail still shows it.
+failure_summary() {  # <asan|tsan|pyasan>
+  local dir=$ASAN_BUILD_DIR logs=ctest
+  [ "$1" = tsan ] && dir=$TSAN_BUILD_DIR
+  [ "$1" = pyasan ] && logs=pytest
+  echo "sanitize: $1 FAILED:"
+  if [ "$1" = pyasan ]; then
+    grep -E "^(FAILED|ERROR) |^=+ .*(passed|failed|error).* =+$|stopped \(a hang\)" \
+      "$dir/sanitizer-logs/pytest.out" 2>/dev/null | tail -n 20 | sed 's/^/  /'
+  else
+    sed 's/^/  failed test: /' "$dir/Testing/Temporary/LastTestsFailed.log" 2>/dev/null | head -n 20
+  fi
+  find "$dir/sanitizer-logs/$logs" -type f 2>/dev/null | head -n 10 | sed 's/^/  sanitizer report: /'
+  grep -l "runtime error:" "$dir/Testing/Temporary/LastTest.log" "$dir/sanitizer-logs/pytest.out" \
+    2>/dev/null | sed 's/^/  UBSan report in: /'
+}
+
+run_suite() {  # <asan|tsan|pyasan>
+  local start=$SECONDS
+  if ! "run_$1"; then
+    status=1
+    failures+=$(failure_summary "$1")$'\n'
+  fi
+  echo "sanitize: $1: $((SECONDS - start)) s"
+}
+
 suites=("$@")
 [ ${#suites[@]} -eq 0 ] && suites=(all)
 status=0
+failures=""
 for s in "${suites[@]}"; do
   case $s in
-    all) for t in asan pyasan tsan; do
-           start=$SECONDS; "run_$t" || status=1
-           echo "sanitize: $t: $((SECONDS - start)) s"
-         done ;;
-    asan|tsan|pyasan) start=$SECONDS; "run_$s" || status=1
-                      echo "sanitize: $s: $((SECONDS - start)) s" ;;
+    all) for t in asan pyasan tsan; do run_suite "$t"; done ;;
+    asan|tsan|pyasan) run_suite "$s" ;;
     *) echo "usage: $0 [asan|tsan|pyasan|all]..." >&2; exit 2 ;;
   esac
 done
@@ -232,6 +256,7 @@ if [ $status -eq 0 ]; then
   echo "sanitize: all clean"
 else
   [ -n "$VERSION_NOTE" ] && printf '%s' "$VERSION_NOTE" >&2
+  printf '%s' "$failures" >&2
   echo "sanitize: FAILED" >&2
 fi
 exit $status
