@@ -7,8 +7,13 @@ mid-epoch (docs/benchmarks.md).
 
 Times, in one process, on a pack of generated records (scale_bench):
 
-  plan       Reader.block_members: one GetRecord per record, grouped by
-             block (C++), and the sample -> block table (numpy)
+  plan       Reader.block_members: each record's offset, grouped by
+             block (C++, a parallel counting sort), once per process
+  order, resume, resume 3->2, resume 8x8->6x8
+             the schedule alone, given the plan: the epoch's order up to
+             its first window, and after 1/3 of the epoch was consumed by
+             1 rank, by 3 ranks resumed on 2, and by 8 ranks of 8
+             DataLoader workers (batches of 256) resumed on 6
   first      the first epoch's order, from a constructed sampler to its
              first sample (plan included, as a fresh process pays it)
   state      state_dict() after 1/3 of the epoch was consumed
@@ -52,6 +57,19 @@ def main() -> int:
     first, members = pack._handle.get().block_members(args.block_bytes)
     out["block_members_s"] = time.perf_counter() - t0
     out["blocks"] = int((first[1:] > first[:-1]).sum())
+    from ufspack import block_schedule as sch
+
+    def order_s(cfg, replicas, resume):
+        t0 = time.perf_counter()
+        next(sch.epoch_order(first, members, cfg, 0, replicas, 0, resume).samples())
+        return time.perf_counter() - t0
+
+    one = sch.Config(args.block_bytes, 16, True, 0, False, 1, 1)
+    out["order_s"] = order_s(one, 1, None)
+    out["resume_order_s"] = order_s(one, 1, sch.Resume(0, 1, n // 3, 1, 1))
+    out["resume_3_to_2_order_s"] = order_s(one, 2, sch.Resume(0, 3, n // 9, 1, 1))
+    lanes = sch.Config(args.block_bytes, 16, True, 0, False, 256, 8)
+    out["resume_8x8_to_6x8_order_s"] = order_s(lanes, 6, sch.Resume(0, 8, n // 24, 8, 256))
     del first, members
 
     def fresh(**kw):

@@ -391,68 +391,50 @@ def _left(blocks: Blocks, base: Seq, cfg: Config, epoch: int, depth: int, drop_l
     following windows (ranges); padding's repeats removed (the first
     occurrence is kept)."""
     old_cfg = replace(cfg, lanes=stage.lanes, batch_size=stage.batch_size)
-    used_lo: List[np.ndarray] = []
-    used_hi: List[np.ndarray] = []
+    consumed = _Covered()  # whole windows consumed: ranges
+    # Positions consumed in a partly consumed window, then the explicit
+    # positions kept: one byte per position of the sequence, its pages
+    # zeroed by the kernel only where one is marked.
+    gone = np.zeros(blocks.n, dtype=bool)
+    lo: List[int] = []
+    hi: List[int] = []
     rest: list = []
-
-    def use(p: Union[Tuple[int, int], np.ndarray]) -> None:
-        if isinstance(p, tuple):
-            used_lo.append(np.array([p[0]], dtype=np.int64))
-            used_hi.append(np.array([p[1]], dtype=np.int64))
-        else:
-            used_lo.append(p.astype(np.int64))
-            used_hi.append(p.astype(np.int64) + 1)
-
     for r in range(stage.replicas):
         order = Order(blocks, base, old_cfg, epoch, depth, stage.replicas, r, drop_last)
         for lane, c in zip(order.lanes, lane_consumed(min(stage.yielded, len(order)),
                                                        stage.batch_size, stage.lanes)):
-            if c >= len(lane):
-                for p in lane.seq.pieces:
-                    use(p)
-                continue
             if c == 0:
                 rest += lane.seq.pieces
                 continue
-            w = lane.window_of(c)
-            a, b = lane.bounds(w)
+            w = lane.window_of(c) if c < len(lane) else lane.windows
+            a, b = lane.bounds(w) if c < len(lane) else (len(lane), len(lane))
             for p in lane.seq._cut(0, a):
-                use(p)
-            got = lane.window(w)
-            use(got[: c - a])
-            rest += [got[c - a :]] + lane.seq._cut(b, len(lane))
-    used = _Covered()
-    used.add(np.concatenate(used_lo) if used_lo else np.empty(0, dtype=np.int64),
-             np.concatenate(used_hi) if used_hi else np.empty(0, dtype=np.int64))
-    # The remaining explicit positions: the first occurrence of each.
-    explicit = [(i, p[~used.contains(p)]) for i, p in enumerate(rest) if not isinstance(p, tuple)]
-    points = np.concatenate([p for _, p in explicit]) if explicit else np.empty(0, dtype=np.int64)
-    piece = np.repeat(np.array([i for i, _ in explicit], dtype=np.int64),
-                      [len(p) for _, p in explicit]) if explicit else np.empty(0, dtype=np.int64)
-    keep = np.zeros(len(points), dtype=bool)
-    uniq, first_at = np.unique(points, return_index=True)
-    keep[first_at] = True
-    first_piece = piece[first_at]
-    count = {i: len(p) for i, p in explicit}
-    ranges = _Covered()  # the ranges kept so far
+                if isinstance(p, tuple):
+                    lo.append(p[0])
+                    hi.append(p[1])
+                else:
+                    gone[p] = True
+            if c < len(lane):
+                got = lane.window(w)
+                gone[got[: c - a]] = True
+                rest += [got[c - a :]] + lane.seq._cut(b, len(lane))
+    consumed.add(np.array(lo, dtype=np.int64), np.array(hi, dtype=np.int64))
+    kept = _Covered()  # the ranges kept
     pieces: list = []
-    at = 0
-    for i, p in enumerate(rest):
+    for p in rest:
         if isinstance(p, tuple):
-            # Not consumed, not in an earlier range, not an earlier point.
-            for x, y in used.outside(*p):
-                for u, v in ranges.outside(x, y):
-                    lo, hi = np.searchsorted(uniq, [u, v])
-                    cuts = uniq[lo:hi][first_piece[lo:hi] < i].tolist()
+            # Not consumed, not kept already (a range or a position).
+            for x, y in consumed.outside(*p):
+                for u, v in kept.outside(x, y):
+                    cuts = (u + np.flatnonzero(gone[u:v])).tolist()
                     for q in zip([u] + [c + 1 for c in cuts], cuts + [v]):
                         if q[1] > q[0]:
                             pieces.append((int(q[0]), int(q[1])))
-                            ranges.add_piece(pieces[-1])
+                            kept.add_piece(pieces[-1])
         else:
-            n = count[i]
-            mine = points[at : at + n][keep[at : at + n]]
-            at += n
-            pieces.append(mine[~ranges.contains(mine)])
+            p = p[~gone[p] & ~consumed.contains(p) & ~kept.contains(p)]
+            gone[p] = True
+            pieces.append(p)
     return Seq(blocks, pieces)
 
 

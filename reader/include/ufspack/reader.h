@@ -320,6 +320,11 @@ class UFSPACK_EXPORT Reader {
   // per record and per block.  InvalidArgument if block_bytes is 0.
   Status BlockMembers(uint64_t block_bytes, std::vector<uint64_t>* first,
                       std::vector<uint64_t>* members) const;
+  // The same into members[0, size()), which the caller allocated: memory
+  // that is not yet touched (a fresh mapping) is then first written by
+  // the sorting threads, not zeroed by one thread beforehand.
+  Status BlockMembers(uint64_t block_bytes, std::vector<uint64_t>* first,
+                      uint64_t* members) const;
   // Starts fetching, in the background, the blocks holding records
   // indices[0, count), so that reading them later costs no wait.  A hint:
   // does nothing without block reads, never blocks on a fetch, and a fetch
