@@ -59,7 +59,7 @@ def main() -> int:
     out["blocks"] = int((first[1:] > first[:-1]).sum())
     from ufspack import block_schedule as sch
 
-    def order_s(cfg, replicas, resume):
+    def order_s(cfg, replicas, resume, first=first, members=members):
         t0 = time.perf_counter()
         next(sch.epoch_order(first, members, cfg, 0, replicas, 0, resume).samples())
         return time.perf_counter() - t0
@@ -70,7 +70,7 @@ def main() -> int:
     out["resume_3_to_2_order_s"] = order_s(one, 2, sch.Resume(0, 3, n // 9, 1, 1))
     lanes = sch.Config(args.block_bytes, 16, True, 0, False, 256, 8)
     out["resume_8x8_to_6x8_order_s"] = order_s(lanes, 6, sch.Resume(0, 8, n // 24, 8, 256))
-    del first, members
+    del first, members, order_s
 
     def fresh(**kw):
         return ufspack.BlockSampler(ufspack.Pack(args.pack), block_bytes=args.block_bytes, **kw)
