@@ -73,7 +73,8 @@ class BlockSampler(_Base):
     blocks (the window being read and the next, fetched meanwhile: 272 MiB
     at the defaults) and up to 4 more in flight; plus the table of blocks'
     samples (``Reader.block_members``: 8 bytes per sample and 8 per block,
-    made once per process) and the window being made.  The epoch's order
+    made when the sampler is, and shared by DataLoader workers forked after
+    that; a spawned worker makes its own) and the window being made.  The epoch's order
     is made window by window as it is read, never whole, so starting an
     epoch or resuming one costs O(blocks), not O(samples).
 
@@ -131,6 +132,10 @@ class BlockSampler(_Base):
             raise TypeError(f"BlockSampler reads a ufspack.MyImageFolder or ufspack.Pack, not "
                             f"{type(dataset).__name__}")
         self._pack_id, layout = attach(self._reads)
+        # The block table now, in this process: DataLoader workers forked
+        # from it later share it instead of each making its own (O(records):
+        # 12 ms at 1.28M, about 1 s at 100M on 2 cores).
+        self._reads.plan(*dataset._block_plan_inputs())
         if not layout.startswith("shuffled"):
             warnings.warn(
                 f"{dataset!r:.200}: the pack's data is in ImageFolder order (layout "

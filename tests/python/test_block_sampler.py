@@ -301,3 +301,35 @@ def test_schedule_resume_chains_are_exact(seed):
         for x, _ in orders:
             seen[x[:y]] += 1
         resume = sch.Resume(3, replicas, y, lanes, bs, resume)
+
+
+class PlanProbe(ufspack.Pack):
+    """Returns how many block tables this process made itself."""
+
+    def __getitem__(self, i):
+        from ufspack import block_reads
+        super().__getitem__(i)
+        return block_reads._plan_pids.count(os.getpid())
+
+
+def test_forked_workers_share_the_block_table(raw_pack, monkeypatch):
+    """The sampler makes the block table before the DataLoader forks its
+    workers, which then use it instead of making their own."""
+    from ufspack import block_reads
+    made = block_reads.Plan.__init__
+
+    def counting(self, *a, **kw):
+        block_reads._plan_pids.append(os.getpid())
+        made(self, *a, **kw)
+
+    monkeypatch.setattr(block_reads.Plan, "__init__", counting)
+    monkeypatch.setattr(block_reads, "_plan_pids", [], raising=False)
+    ds = PlanProbe(raw_pack)
+    s = ufspack.BlockSampler(ds, block_bytes=BLOCK, batch_size=10, num_workers=2)
+    import multiprocessing
+    made_by_workers = set()
+    for batch in DataLoader(ds, batch_size=10, sampler=s, num_workers=2,
+                            multiprocessing_context=multiprocessing.get_context("fork")):
+        made_by_workers |= set(batch.tolist())
+    assert made_by_workers == {0}
+    assert block_reads._plan_pids == [os.getpid()]  # once, here
