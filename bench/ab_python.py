@@ -20,12 +20,13 @@ Reported: the median over rounds per build, and B/A.  Single core
 before the first round).
 """
 
-import argparse
 import json
 import os
 import statistics
 import subprocess
 import sys
+
+import benchlib
 
 ROWS = ("raw", "pil", "numpy", "fused", "fused_b64")
 
@@ -69,7 +70,7 @@ def run(pythonpath, pack, row, samples):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = benchlib.parser(__doc__)
     ap.add_argument("--pack", required=True)
     ap.add_argument("--a", required=True, help="PYTHONPATH of build A (before)")
     ap.add_argument("--b", required=True, help="PYTHONPATH of build B (after)")

@@ -26,10 +26,11 @@ and the process's peak RSS (VmHWM).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
+
+import benchlib
 
 
 def peak_rss_mb() -> float:
@@ -40,7 +41,7 @@ def peak_rss_mb() -> float:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = benchlib.parser(__doc__)
     p.add_argument("pack")
     p.add_argument("--block-bytes", type=int, default=64 << 10)
     args = p.parse_args()

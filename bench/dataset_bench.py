@@ -13,14 +13,14 @@ Runs, in one process, on the same images:
 Prints a table and writes JSON (--json).
 """
 
-import argparse
 import gc
-import json
 import os
 import shutil
 import sys
 import tempfile
 import time
+
+import benchlib
 
 
 def rss_kib():
@@ -144,7 +144,7 @@ def bench_startup(synthetic, tree_files, workdir):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = benchlib.parser(__doc__)
     ap.add_argument("tree", help="an ImageFolder directory of real images (e.g. cats_and_dogs_filtered/train)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3)
@@ -182,9 +182,7 @@ def main():
                   f"{s['imagefolder_construct_s']*1000:.0f} ms, +{s['imagefolder_rss_kib']/1024:.1f} MiB RSS")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
+    benchlib.write_json(args.json, results)
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib
 import loaders  # noqa: E402
 
 # --- preparation -------------------------------------------------------------------
@@ -443,7 +444,7 @@ def list_loaders(args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = benchlib.parser(__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("prepare", help="build every container from an ImageFolder tree")
     p.add_argument("tree")

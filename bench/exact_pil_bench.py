@@ -19,13 +19,13 @@ the clock ("wall").  torch uses one thread.  Prints img/s and ratios to
 ImageFolder; --json writes them.
 """
 
-import argparse
-import json
 import os
 import shutil
 import sys
 import tempfile
 import time
+
+import benchlib
 
 
 def serial(ds, n, batch):
@@ -42,7 +42,7 @@ def batched(ds, n, batch):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = benchlib.parser(__doc__)
     ap.add_argument("tree", help="an ImageFolder directory (e.g. cats_and_dogs_filtered/train)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--batch", type=int, default=32)
@@ -112,9 +112,7 @@ def main():
                           flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
+    benchlib.write_json(args.json, results)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ same numbers.
 
 from __future__ import annotations
 
-import argparse
 import io
 import os
 import sys
@@ -34,6 +33,7 @@ from typing import Any, Callable, List, Tuple
 import numpy as np
 from PIL import Image
 
+import benchlib
 import ufspack
 
 
@@ -84,7 +84,7 @@ def count(fn: Callable[[], Any]) -> Tuple[int, int, List[str]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = benchlib.parser(__doc__)
     ap.add_argument("--work", help="directory for the tree and pack (default: a temporary one)")
     ap.add_argument("--show", action="store_true", help="list the Python calls of each case")
     args = ap.parse_args()

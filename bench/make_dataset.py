@@ -10,13 +10,14 @@ Uses all cores (multiprocessing) and skips files that already exist, so an
 interrupted run can be resumed.
 """
 
-import argparse
 import io
 import os
 from multiprocessing import Pool
 
 import numpy as np
 from PIL import Image
+
+import benchlib
 
 ARGS = None
 
@@ -46,7 +47,7 @@ def init(args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = benchlib.parser(__doc__)
     ap.add_argument("dir")
     ap.add_argument("--images", type=int, default=100_000)
     ap.add_argument("--classes", type=int, default=100)

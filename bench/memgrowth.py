@@ -38,6 +38,8 @@ import subprocess
 import sys
 import time
 
+import benchlib
+
 
 def prepare(args):
     work = os.path.abspath(args.workdir)
@@ -202,7 +204,7 @@ def plot(args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = benchlib.parser(__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("prepare", help="write the synthetic tree and pack it")
     p.add_argument("workdir")

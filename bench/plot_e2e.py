@@ -18,7 +18,6 @@ workers) the one named first wins.  The photos tables in docs/benchmarks.md:
 <outdir>/<dataset>-e2e-<mode>-w<workers>.png and <outdir>/<dataset>-tables.md.
 """
 
-import argparse
 import csv
 import glob
 import json
@@ -30,6 +29,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+import benchlib
 
 ORDER = ["local-warm", "local-cold", "slowfs-0.25", "slowfs-0.5"]
 # The storage cases of bench/run_e2e.sh, as the second half of a results
@@ -68,7 +69,7 @@ def read_rows(dirs, runs):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = benchlib.parser(__doc__)
     ap.add_argument("outdir")
     ap.add_argument("dataset")
     ap.add_argument("--runs", default="e2e", help="comma-separated [STORAGE:]RUN (<run>.csv); the first wins")

@@ -41,14 +41,14 @@ Mean over --epochs epochs.  Peers are skipped when their package is missing
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 import warnings
 from typing import Callable, Dict, List, Tuple
 
 import numpy as np
+
+import benchlib
 
 CHUNK_BYTES = 64 << 20  # MDSWriter's default size_limit; the harness's litdata chunk_bytes
 
@@ -135,10 +135,10 @@ def orders(pack_path: str, mean_size: float) -> List[Tuple[str, str, Callable[[i
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("packs", nargs="+")
-    p.add_argument("--batch", type=int, default=256)
-    p.add_argument("--epochs", type=int, default=3)
+    p = benchlib.parser(__doc__)
+    p.add_argument("packs", nargs="+", help="packs of one tree: a sorted and a --layout shuffled build")
+    p.add_argument("--batch", type=int, default=256, help="batch size for classes/batch (default 256)")
+    p.add_argument("--epochs", type=int, default=3, help="epochs to average over (default 3)")
     p.add_argument("--out", help="directory for results.json and table.md")
     args = p.parse_args()
     import ufspack
@@ -165,10 +165,7 @@ def main() -> int:
                          f"{m['classes_per_batch'] / ref:.2f}x | {m['same_next']:.2f} | {m['lag1_r']:.3f} |")
     text = "\n".join(lines)
     print(text)
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        json.dump(results, open(os.path.join(args.out, "results.json"), "w"), indent=1)
-        open(os.path.join(args.out, "table.md"), "w").write(text + "\n")
+    benchlib.write_results_dir(args.out, results, text)
     return 0
 
 

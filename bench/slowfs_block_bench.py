@@ -35,6 +35,8 @@ import sys
 import time
 from typing import Dict, List
 
+import benchlib
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SLOWFS = os.environ.get("SLOWFS", os.path.join(ROOT, "..", "shared", "bench", "slowfs.sh"))
@@ -95,7 +97,7 @@ def child(kind: str, pack: str) -> int:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = benchlib.parser(__doc__)
     p.add_argument("tree", nargs="?")
     p.add_argument("--delay-ms", type=float, default=0.5)
     p.add_argument("--repeat", type=int, default=3)
@@ -140,11 +142,7 @@ def main() -> int:
                  f"{b['bytes_fetched'] / b['record_bytes']:.3f}x the record bytes")
     text = "\n".join(lines)
     print(text)
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        json.dump({"runs": runs, "medians": med, "delay_ms": args.delay_ms},
-                  open(os.path.join(args.out, "results.json"), "w"), indent=1)
-        open(os.path.join(args.out, "table.md"), "w").write(text + "\n")
+    benchlib.write_results_dir(args.out, {"runs": runs, "medians": med, "delay_ms": args.delay_ms}, text)
     return 0
 
 

@@ -45,7 +45,6 @@ on past what is timed).  Reported: the median of --repeat repeats (and min, max)
 Writes <out>.csv and <out>.json and prints Markdown tables for docs/benchmarks.md.
 """
 
-import argparse
 import collections
 import inspect
 import io
@@ -63,6 +62,8 @@ import traceback
 from multiprocessing import Pool
 
 import numpy as np
+
+import benchlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHARED_TAR = os.path.join(HERE, "..", "..", "shared", "data", "cats_and_dogs_filtered.tar")
@@ -714,7 +715,7 @@ def write_results(out, results, meta):
 
 
 def parse_args(argv):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = benchlib.parser(__doc__)
     ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "transform-bench"),
                     help="datasets and containers, kept between runs")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "transforms-local-warm", "transforms"),

@@ -44,7 +44,6 @@ Prints a Markdown table and writes <out>/summary.json (summary-<N>.json for
 statistics, and every non-identical sample.
 """
 
-import argparse
 import json
 import math
 import os
@@ -55,6 +54,8 @@ import tempfile
 import time
 
 import numpy as np
+
+import benchlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.path.dirname(HERE)
@@ -337,7 +338,7 @@ def prepare(args, work, log):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = benchlib.parser(__doc__)
     ap.add_argument("--tar", default=DEFAULT_TAR, help="cats_and_dogs_filtered.tar")
     ap.add_argument("--datasets", default=",".join(DATASETS), help=f"comma-separated, of {','.join(DATASETS)}")
     ap.add_argument("--n-gen", type=int, default=500, help="images per generated dataset (default 500)")

@@ -36,6 +36,8 @@
 #include "ufspack/version.h"
 
 namespace ufspack {
+
+using namespace pybind11::literals;  // NOLINT: "name"_a
 namespace {
 
 // A new bytes object of `size` bytes (copied from `data` unless null) as
@@ -111,16 +113,11 @@ class PyReader {
 
   py::dict RecordInfo(uint64_t i) const {
     Record r = GetRecord(i);
-    py::dict d;
-    d["index"] = r.index;
-    d["name"] = py::bytes(r.name.data(), r.name.size());
-    d["label"] = LabelOf(r);
-    d["size"] = r.original_length;
-    d["stored_size"] = r.stored_length;
-    d["offset"] = r.offset;
-    d["codec"] = CodecName(r.codec);
-    d["checksum"] = r.checksum;
-    return d;
+    return py::dict("index"_a = r.index,
+                    "name"_a = py::bytes(r.name.data(), r.name.size()),
+                    "label"_a = LabelOf(r), "size"_a = r.original_length,
+                    "stored_size"_a = r.stored_length, "offset"_a = r.offset,
+                    "codec"_a = CodecName(r.codec), "checksum"_a = r.checksum);
   }
 
   // Labels of all records as int64 (-1 in a flat pack), computed in C++.
@@ -270,18 +267,12 @@ class PyReader {
 
   py::dict Info() const {
     const PackInfo& i = reader_->info();
-    py::dict d;
-    d["index_path"] = py::bytes(i.index_path);
-    d["data_path"] = py::bytes(i.data_path);
-    d["version"] = i.version;
-    d["pack_id"] = i.pack_id.ToHex();
-    d["records"] = i.record_count;
-    d["classes"] = i.class_count;
-    d["data_size"] = i.data_size;
-    d["index_size"] = i.index_size;
-    d["flat"] = i.flat;
-    d["parts"] = i.part_count;
-    return d;
+    return py::dict("index_path"_a = py::bytes(i.index_path),
+                    "data_path"_a = py::bytes(i.data_path),
+                    "version"_a = i.version, "pack_id"_a = i.pack_id.ToHex(),
+                    "records"_a = i.record_count, "classes"_a = i.class_count,
+                    "data_size"_a = i.data_size, "index_size"_a = i.index_size,
+                    "flat"_a = i.flat, "parts"_a = i.part_count);
   }
 
   py::object Metadata(const py::bytes& key) const {

@@ -8,6 +8,8 @@
 
 namespace ufspack {
 
+using namespace pybind11::literals;  // NOLINT: "name"_a
+
 namespace {
 
 py::array_t<int64_t> ToArray(std::vector<uint64_t>* v) {
@@ -57,12 +59,10 @@ void PrefetchBlocks(const Reader& reader, const py::array_t<int64_t>& indices) {
 
 py::dict BlockStats(const Reader& reader) {
   const BlockReadStats s = reader.block_stats();
-  py::dict d;
-  d["block_fetches"] = s.block_fetches;
-  d["bytes_fetched"] = s.bytes_fetched;
-  d["reads_from_blocks"] = s.reads_from_blocks;
-  d["reads_bypassed"] = s.reads_bypassed;
-  return d;
+  return py::dict("block_fetches"_a = s.block_fetches,
+                  "bytes_fetched"_a = s.bytes_fetched,
+                  "reads_from_blocks"_a = s.reads_from_blocks,
+                  "reads_bypassed"_a = s.reads_bypassed);
 }
 
 }  // namespace ufspack

@@ -16,24 +16,18 @@
 #include "ufspack/cache.h"
 
 namespace ufspack {
+
+using namespace pybind11::literals;  // NOLINT: "name"_a
 namespace {
 
 py::dict TierStatsToDict(const CacheTierStats& s) {
-  py::dict d;
-  d["dir"] = py::bytes(s.dir);
-  d["limit"] = s.limit;
-  d["charged_bytes"] = s.charged_bytes;
-  d["disk_bytes"] = s.disk_bytes;
-  d["entries"] = s.entries;
-  d["tables"] = s.tables;
-  d["hits"] = s.hits;
-  d["misses"] = s.misses;
-  d["inserts"] = s.inserts;
-  d["refused"] = s.refused;
-  d["dropped"] = s.dropped;
-  d["errors"] = s.errors;
-  d["evicted_tables"] = s.evicted_tables;
-  return d;
+  return py::dict("dir"_a = py::bytes(s.dir), "limit"_a = s.limit,
+                  "charged_bytes"_a = s.charged_bytes,
+                  "disk_bytes"_a = s.disk_bytes, "entries"_a = s.entries,
+                  "tables"_a = s.tables, "hits"_a = s.hits,
+                  "misses"_a = s.misses, "inserts"_a = s.inserts,
+                  "refused"_a = s.refused, "dropped"_a = s.dropped,
+                  "errors"_a = s.errors, "evicted_tables"_a = s.evicted_tables);
 }
 
 std::shared_ptr<Cache> OpenCache(const py::bytes& dir, uint64_t limit,

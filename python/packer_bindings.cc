@@ -21,6 +21,9 @@
 #include "ufspack/merge.h"
 
 namespace ufspack {
+
+using namespace pybind11::literals;  // NOLINT: "name"_a
+
 namespace {
 
 py::list Warnings(const std::vector<std::string>& warnings) {
@@ -31,16 +34,12 @@ py::list Warnings(const std::vector<std::string>& warnings) {
 
 py::dict BuildSummaryToDict(const BuildSummary& summary, uint32_t part,
                             uint32_t parts) {
-  py::dict d;
-  d["files"] = summary.files;
-  d["classes"] = summary.classes;
-  d["skipped"] = summary.skipped;
-  d["compressed"] = summary.compressed;
-  d["bytes_in"] = summary.bytes_in;
-  d["bytes_out"] = summary.bytes_out;
-  d["index_bytes"] = summary.index_bytes;
-  d["seconds"] = summary.seconds;
-  d["pack_id"] = summary.pack_id.ToHex();
+  py::dict d("files"_a = summary.files, "classes"_a = summary.classes,
+             "skipped"_a = summary.skipped, "compressed"_a = summary.compressed,
+             "bytes_in"_a = summary.bytes_in, "bytes_out"_a = summary.bytes_out,
+             "index_bytes"_a = summary.index_bytes,
+             "seconds"_a = summary.seconds,
+             "pack_id"_a = summary.pack_id.ToHex());
   if (parts > 1) {
     d["part"] = part;
     d["parts"] = parts;
@@ -119,17 +118,13 @@ py::dict Merge(const std::vector<py::bytes>& parts_in, const py::bytes& out) {
     s = MergePacks(parts, out_s, &summary);
   }
   Check(s);
-  py::dict d;
-  d["manifest"] = py::bytes(summary.manifest_path);
-  d["pack_id"] = summary.pack_id.ToHex();
-  d["parts"] = summary.parts;
-  d["split"] = summary.split;
-  d["records"] = summary.records;
-  d["classes"] = summary.classes;
-  d["data_bytes"] = summary.data_bytes;
-  d["manifest_bytes"] = summary.manifest_bytes;
-  d["seconds"] = summary.seconds;
-  return d;
+  return py::dict("manifest"_a = py::bytes(summary.manifest_path),
+                  "pack_id"_a = summary.pack_id.ToHex(),
+                  "parts"_a = summary.parts, "split"_a = summary.split,
+                  "records"_a = summary.records, "classes"_a = summary.classes,
+                  "data_bytes"_a = summary.data_bytes,
+                  "manifest_bytes"_a = summary.manifest_bytes,
+                  "seconds"_a = summary.seconds);
 }
 
 py::dict Append(const py::bytes& pack, const py::bytes& dir, bool relabel,
@@ -168,21 +163,15 @@ py::dict Append(const py::bytes& pack, const py::bytes& dir, bool relabel,
   }
   if (interrupted) throw py::error_already_set();
   Check(s);
-  py::dict d;
-  d["manifest"] = py::bytes(summary.manifest_path);
-  d["part"] = py::bytes(summary.part_dir);
-  d["pack_id"] = summary.pack_id.ToHex();
-  d["appended"] = summary.appended;
-  d["records"] = summary.records;
-  d["new_classes"] = summary.new_classes;
-  d["relabeled_classes"] = summary.relabeled_classes;
-  d["kept"] = summary.kept;
-  d["already_packed"] = summary.already_packed;
-  d["parts"] = summary.parts;
-  d["segments"] = summary.segments;
-  d["seconds"] = summary.seconds;
-  d["warnings"] = Warnings(summary.warnings);
-  return d;
+  return py::dict(
+      "manifest"_a = py::bytes(summary.manifest_path),
+      "part"_a = py::bytes(summary.part_dir),
+      "pack_id"_a = summary.pack_id.ToHex(), "appended"_a = summary.appended,
+      "records"_a = summary.records, "new_classes"_a = summary.new_classes,
+      "relabeled_classes"_a = summary.relabeled_classes,
+      "kept"_a = summary.kept, "already_packed"_a = summary.already_packed,
+      "parts"_a = summary.parts, "segments"_a = summary.segments,
+      "seconds"_a = summary.seconds, "warnings"_a = Warnings(summary.warnings));
 }
 
 // UploadPack with Ctrl-C (or an error from `progress`) cancelling it,

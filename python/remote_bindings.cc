@@ -15,6 +15,8 @@
 #include "ufspack/remote.h"
 
 namespace ufspack {
+
+using namespace pybind11::literals;  // NOLINT: "name"_a
 namespace {
 
 // UploadPack with Ctrl-C (or an error from `progress` or `log`) cancelling
@@ -66,12 +68,8 @@ void UploadPackPy(const py::bytes& local, const std::string& url,
 
 py::dict RemoteStatsPy() {
   const RemoteStats st = GetRemoteStats();
-  py::dict d;
-  d["requests"] = st.requests;
-  d["bytes"] = st.bytes;
-  d["retries"] = st.retries;
-  d["coalesced"] = st.coalesced;
-  return d;
+  return py::dict("requests"_a = st.requests, "bytes"_a = st.bytes,
+                  "retries"_a = st.retries, "coalesced"_a = st.coalesced);
 }
 
 }  // namespace

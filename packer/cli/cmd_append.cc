@@ -195,29 +195,31 @@ int CmdAppend(const Argv& argv) {
                    Printable(pack).c_str());
     }
     if (json) {
-      std::fputs(("{\"ok\":false,\"error\":" + JsonString(s.message()) +
-                  ",\"exit_code\":" + std::to_string(code) + "}\n")
-                     .c_str(),
-                 stdout);
+      std::fputs(
+          JsonObject{{"ok", false}, {"error", s.message()}, {"exit_code", code}}
+              .Line()
+              .c_str(),
+          stdout);
     }
     return code;
   }
   if (json) {
-    std::string j = "{\"ok\":true";
-    j += ",\"pack\":" + JsonString(pack);
-    j += ",\"manifest\":" + JsonString(summary.manifest_path);
-    j += ",\"part\":" + JsonString(summary.part_dir);
-    j += ",\"pack_id\":\"" + summary.pack_id.ToHex() + "\"";
-    j += ",\"appended\":" + std::to_string(summary.appended);
-    j += ",\"records\":" + std::to_string(summary.records);
-    j += ",\"new_classes\":" + std::to_string(summary.new_classes);
-    j += ",\"relabeled_classes\":" + std::to_string(summary.relabeled_classes);
-    j += ",\"kept\":" + std::to_string(summary.kept);
-    j += ",\"already_packed\":" + std::to_string(summary.already_packed);
-    j += ",\"parts\":" + std::to_string(summary.parts);
-    j += ",\"segments\":" + std::to_string(summary.segments);
-    j += ",\"seconds\":" + Fixed(summary.seconds, 3) + "}\n";
-    std::fputs(j.c_str(), stdout);
+    const JsonObject j{
+        {"ok", true},
+        {"pack", pack},
+        {"manifest", summary.manifest_path},
+        {"part", summary.part_dir},
+        {"pack_id", summary.pack_id.ToHex()},
+        {"appended", summary.appended},
+        {"records", summary.records},
+        {"new_classes", summary.new_classes},
+        {"relabeled_classes", summary.relabeled_classes},
+        {"kept", summary.kept},
+        {"already_packed", summary.already_packed},
+        {"parts", summary.parts},
+        {"segments", summary.segments},
+        {"seconds", JsonObject::Value::Fixed(summary.seconds, 3)}};
+    std::fputs(j.Line().c_str(), stdout);
   } else if (!quiet) {
     if (summary.appended == 0) {
       std::printf("nothing to append: every %s is in %s\n",

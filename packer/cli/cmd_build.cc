@@ -166,24 +166,23 @@ Skip SplitWarning(const std::string& src, const std::string& w) {
   return s;
 }
 
-// The "skipped" part of build --json: every warning as {path, reason}.
-std::string SkipsJson(const std::string& src, const BuildSummary& summary) {
-  std::string j = ",\"skipped_count\":" + std::to_string(summary.skipped);
-  j += ",\"skipped\":[";
-  bool first = true, truncated = false;
+// The "skipped" fields of build --json: every warning as {path, reason}.
+void AddSkipsJson(const std::string& src, const BuildSummary& summary,
+                  JsonObject* j) {
+  JsonArray skipped;
+  bool truncated = false;
   for (const std::string& w : summary.warnings) {
     if (w == "(more warnings not shown)") {
       truncated = true;
       continue;
     }
     Skip s = SplitWarning(src, w);
-    j += first ? "" : ",";
-    first = false;
-    j += "{\"path\":" + JsonString(s.path) +
-         ",\"reason\":" + JsonString(s.reason) + "}";
+    skipped.Add(JsonObject::Value::Raw(
+        JsonObject{{"path", s.path}, {"reason", s.reason}}.Text()));
   }
-  j += "],\"skipped_truncated\":" + std::string(truncated ? "true" : "false");
-  return j;
+  j->Add({{"skipped_count", summary.skipped},
+          {"skipped", JsonObject::Value::Raw(skipped.Text())},
+          {"skipped_truncated", truncated}});
 }
 
 // -v: the records of the new pack, read back from its index (the build
@@ -478,13 +477,14 @@ int ReportFailure(const BuildArgs& a, const Status& s,
     }
   }
   if (a.json) {
-    std::string j = "{\"ok\":false,\"error\":" + JsonString(s.message());
-    j += ",\"interrupted\":" + std::string(s.IsAborted() ? "true" : "false");
-    j += ",\"exit_code\":" + std::to_string(code);
-    j += ",\"output\":" + JsonString(a.out);
-    j += SkipsJson(a.src, summary) + "}\n";
+    JsonObject j{{"ok", false},
+                 {"error", s.message()},
+                 {"interrupted", s.IsAborted()},
+                 {"exit_code", code},
+                 {"output", a.out}};
+    AddSkipsJson(a.src, summary, &j);
     std::fflush(stderr);
-    std::fputs(j.c_str(), stdout);
+    std::fputs(j.Line().c_str(), stdout);
   }
   return code;
 }
@@ -495,40 +495,38 @@ std::string SuccessJson(const BuildArgs& a, const BuildSummary& summary,
                         const std::string& data_name, double ratio,
                         uint64_t uploaded, double upload_seconds) {
   const BuildOptions& options = a.options;
-  std::string j = "{\"ok\":true";
-  j += ",\"output\":" + JsonString(a.out);
+  using Value = JsonObject::Value;
+  JsonObject j{{"ok", true}, {"output", a.out}};
   if (a.all_parts > 1) {
     // A merged pack: its manifest, no data file of its own.
-    j += ",\"manifest\":" + JsonString(index_name);
-    j += ",\"parts\":" + std::to_string(a.all_parts);
+    j.Add({{"manifest", index_name}, {"parts", a.all_parts}});
   } else {
-    j += ",\"index\":" + JsonString(index_name);
-    j += ",\"data\":" + JsonString(data_name);
+    j.Add({{"index", index_name}, {"data", data_name}});
   }
   if (a.to_s3) {
-    j += ",\"url\":" + JsonString(a.out);
-    j += ",\"uploaded_bytes\":" + std::to_string(uploaded);
-    j += ",\"upload_seconds\":" + Fixed(upload_seconds, 3);
+    j.Add({{"url", a.out},
+           {"uploaded_bytes", uploaded},
+           {"upload_seconds", Value::Fixed(upload_seconds, 3)}});
   }
-  j += ",\"pack_id\":\"" + summary.pack_id.ToHex() + "\"";
-  j += ",\"files\":" + std::to_string(summary.files);
-  j += ",\"classes\":" + std::to_string(summary.classes);
-  j += ",\"compressed_records\":" + std::to_string(summary.compressed);
-  j += ",\"bytes_in\":" + std::to_string(summary.bytes_in);
-  j += ",\"bytes_out\":" + std::to_string(summary.bytes_out);
-  j += ",\"index_bytes\":" + std::to_string(summary.index_bytes);
-  j += ",\"compression_ratio\":" + Fixed(ratio, 4);
+  j.Add({{"pack_id", summary.pack_id.ToHex()},
+         {"files", summary.files},
+         {"classes", summary.classes},
+         {"compressed_records", summary.compressed},
+         {"bytes_in", summary.bytes_in},
+         {"bytes_out", summary.bytes_out},
+         {"index_bytes", summary.index_bytes},
+         {"compression_ratio", Value::Fixed(ratio, 4)}});
   if (options.parts > 1) {
-    j += ",\"part\":" + std::to_string(options.part);
-    j += ",\"parts\":" + std::to_string(options.parts);
-    j += ",\"part_first\":" + std::to_string(summary.part_first);
-    j += ",\"part_samples\":" + std::to_string(summary.part_samples);
-    j += ",\"split_samples\":" + std::to_string(summary.split_samples);
+    j.Add({{"part", options.part},
+           {"parts", options.parts},
+           {"part_first", summary.part_first},
+           {"part_samples", summary.part_samples},
+           {"split_samples", summary.split_samples}});
   }
-  j += ",\"scan_seconds\":" + Fixed(summary.scan_seconds, 3);
-  j += ",\"seconds\":" + Fixed(summary.seconds, 3);
-  j += SkipsJson(a.src, summary) + "}\n";
-  return j;
+  j.Add({{"scan_seconds", Value::Fixed(summary.scan_seconds, 3)},
+         {"seconds", Value::Fixed(summary.seconds, 3)}});
+  AddSkipsJson(a.src, summary, &j);
+  return j.Line();
 }
 
 // The summary lines of a build that succeeded.
@@ -635,11 +633,12 @@ int CmdBuild(const Argv& argv) {
     if (!st.ok()) {
       PrintError(st);
       if (a.json) {
-        std::fputs(("{\"ok\":false,\"error\":" + JsonString(st.message()) +
-                    ",\"interrupted\":false,\"exit_code\":1,\"output\":" +
-                    JsonString(a.out) + "}\n")
-                       .c_str(),
-                   stdout);
+        const JsonObject j{{"ok", false},
+                           {"error", st.message()},
+                           {"interrupted", false},
+                           {"exit_code", kExitFailure},
+                           {"output", a.out}};
+        std::fputs(j.Line().c_str(), stdout);
       }
       return kExitFailure;
     }

@@ -90,25 +90,27 @@ Example:
 )";
 
 std::string CacheTierJson(const CacheTierStats& t) {
-  std::string j = "{\"dir\":" + JsonString(t.dir);
-  j += ",\"limit\":" + std::to_string(t.limit);
-  j += ",\"charged_bytes\":" + std::to_string(t.charged_bytes);
-  j += ",\"disk_bytes\":" + std::to_string(t.disk_bytes);
-  j += ",\"entries\":" + std::to_string(t.entries);
-  j += ",\"tables\":" + std::to_string(t.tables);
-  j += ",\"hits\":" + std::to_string(t.hits);
-  j += ",\"misses\":" + std::to_string(t.misses);
   const uint64_t lookups = t.hits + t.misses;
-  j += ",\"hit_rate\":" + (lookups > 0 ? Fixed(static_cast<double>(t.hits) /
-                                                   static_cast<double>(lookups),
-                                               4)
-                                       : std::string("null"));
-  j += ",\"inserts\":" + std::to_string(t.inserts);
-  j += ",\"refused\":" + std::to_string(t.refused);
-  j += ",\"dropped\":" + std::to_string(t.dropped);
-  j += ",\"errors\":" + std::to_string(t.errors);
-  j += ",\"evicted_tables\":" + std::to_string(t.evicted_tables);
-  return j + "}";
+  const JsonObject::Value hit_rate =
+      lookups > 0
+          ? JsonObject::Value::Fixed(
+                static_cast<double>(t.hits) / static_cast<double>(lookups), 4)
+          : JsonObject::Value::Null();
+  return JsonObject{{"dir", t.dir},
+                    {"limit", t.limit},
+                    {"charged_bytes", t.charged_bytes},
+                    {"disk_bytes", t.disk_bytes},
+                    {"entries", t.entries},
+                    {"tables", t.tables},
+                    {"hits", t.hits},
+                    {"misses", t.misses},
+                    {"hit_rate", hit_rate},
+                    {"inserts", t.inserts},
+                    {"refused", t.refused},
+                    {"dropped", t.dropped},
+                    {"errors", t.errors},
+                    {"evicted_tables", t.evicted_tables}}
+      .Text();
 }
 
 namespace {
@@ -219,11 +221,12 @@ int CmdCacheClear(const Argv& argv) {
     const uint64_t freed = minus(before[k].disk_bytes, after.disk_bytes);
     if (json) {
       if (k) j += ",";
-      j += "{\"dir\":" + JsonString(dirs[k]);
-      j += ",\"removed_tables\":" + std::to_string(tables);
-      j += ",\"removed_entries\":" + std::to_string(entries);
-      j += ",\"freed_bytes\":" + std::to_string(freed);
-      j += ",\"kept_tables\":" + std::to_string(kept) + "}";
+      j += JsonObject{{"dir", dirs[k]},
+                      {"removed_tables", tables},
+                      {"removed_entries", entries},
+                      {"freed_bytes", freed},
+                      {"kept_tables", kept}}
+               .Text();
       continue;
     }
     std::printf("cleared %s: removed %s table%s (%s entries, %s freed)",

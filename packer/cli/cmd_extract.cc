@@ -391,15 +391,16 @@ int CmdExtract(const Argv& argv) {
   ReaderOptions options;
   if (cache_opt->count() > 0) OpenCache(cache_dir, &options);
   int threads = 0;
-  if (int rc = ThreadsOption("extract", threads_opt, threads_text,
-                             kDefaultReadThreads, kMaxReadThreads, &threads);
+  if (int rc =
+          ThreadsOption("extract", threads_opt, threads_text,
+                        ReadThreads::kDefault, ReadThreads::kMax, &threads);
       rc != kExitOk) {
     return rc;
   }
   std::unique_ptr<Reader> reader;
   if (int rc = OpenPack(pack, options, &reader); rc != kExitOk) return rc;
   if (threads_opt->count() == 0 && reader->prefers_batches()) {
-    threads = kDefaultRemoteReadThreads;
+    threads = ReadThreads::kDefaultRemote;
   }
   if (int rc = CheckNames(*reader); rc >= 0) return rc;
   int root_fd = -1;

@@ -75,26 +75,28 @@ int CmdMerge(const Argv& argv) {
     std::fprintf(stderr, "ufspack: nothing written; %s left as it was\n",
                  Printable(out).c_str());
     if (json) {
-      std::fputs(("{\"ok\":false,\"error\":" + JsonString(s.message()) +
-                  ",\"output\":" + JsonString(out) + "}\n")
-                     .c_str(),
-                 stdout);
+      std::fputs(
+          JsonObject{{"ok", false}, {"error", s.message()}, {"output", out}}
+              .Line()
+              .c_str(),
+          stdout);
     }
     return ExitCodeFor(s);
   }
   if (json) {
-    std::string j = "{\"ok\":true";
-    j += ",\"output\":" + JsonString(out);
-    j += ",\"manifest\":" + JsonString(summary.manifest_path);
-    j += ",\"pack_id\":\"" + summary.pack_id.ToHex() + "\"";
-    j += ",\"parts\":" + std::to_string(summary.parts);
-    j += ",\"split\":" + std::string(summary.split ? "true" : "false");
-    j += ",\"records\":" + std::to_string(summary.records);
-    j += ",\"classes\":" + std::to_string(summary.classes);
-    j += ",\"data_bytes\":" + std::to_string(summary.data_bytes);
-    j += ",\"manifest_bytes\":" + std::to_string(summary.manifest_bytes);
-    j += ",\"seconds\":" + Fixed(summary.seconds, 3) + "}\n";
-    std::fputs(j.c_str(), stdout);
+    const JsonObject j{
+        {"ok", true},
+        {"output", out},
+        {"manifest", summary.manifest_path},
+        {"pack_id", summary.pack_id.ToHex()},
+        {"parts", summary.parts},
+        {"split", summary.split},
+        {"records", summary.records},
+        {"classes", summary.classes},
+        {"data_bytes", summary.data_bytes},
+        {"manifest_bytes", summary.manifest_bytes},
+        {"seconds", JsonObject::Value::Fixed(summary.seconds, 3)}};
+    std::fputs(j.Line().c_str(), stdout);
   } else if (!quiet) {
     std::printf(
         "merged %s parts%s (%s records, %s classes, %s of data; manifest %s) "

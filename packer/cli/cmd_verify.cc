@@ -47,6 +47,95 @@ Options:
                       that cannot be used is reported once and skipped
 )";
 
+namespace {
+
+// The problems verify found.  The first 1000 are kept as messages; records
+// that fail with the message of the problem before (a part of a merged pack
+// that cannot be opened fails each of its records with one message naming
+// the part) are said once, with their count.
+class Problems {
+ public:
+  void Add(const Status& st) {
+    ++count_;
+    std::string message(st.message());
+    if (count_ > 1 && message == last_) {
+      ++repeats_;
+      if (last_kept_) ++shown_;
+      return;
+    }
+    Finish();
+    last_kept_ = messages_.size() < kMaxMessages;
+    if (last_kept_) {
+      messages_.push_back(message);
+      ++shown_;
+    }
+    last_ = std::move(message);
+  }
+  // Ends the run of repeats in progress: the kept message says their count.
+  void Finish() {
+    if (repeats_ > 0 && last_kept_) {
+      messages_.back() += " (the same for " + FormatCount(repeats_) +
+                          " more record" + (repeats_ == 1 ? "" : "s") + ")";
+    }
+    repeats_ = 0;
+  }
+  uint64_t count() const { return count_; }
+  // How many problems the kept messages stand for.
+  uint64_t shown() const { return shown_; }
+  const std::vector<std::string>& messages() const { return messages_; }
+
+ private:
+  static constexpr size_t kMaxMessages = 1000;
+  std::vector<std::string> messages_;
+  uint64_t count_ = 0;
+  uint64_t shown_ = 0;
+  std::string last_;
+  bool last_kept_ = false;
+  uint64_t repeats_ = 0;
+};
+
+struct VerifyResult {
+  bool opened;  // the pack opened (else no record was read)
+  uint64_t records;
+  uint64_t bytes;
+  double seconds;
+  int code;  // the exit status
+};
+
+void PrintJson(const Problems& problems, const VerifyResult& r) {
+  JsonArray messages;
+  for (const std::string& m : problems.messages()) messages.Add(m);
+  const JsonObject j{{"ok", r.code == kExitOk},
+                     {"opened", r.opened},
+                     {"records", r.records},
+                     {"bytes", r.bytes},
+                     {"problem_count", problems.count()},
+                     {"problems", JsonObject::Value::Raw(messages.Text())},
+                     {"seconds", JsonObject::Value::Fixed(r.seconds, 3)}};
+  std::fputs(j.Line().c_str(), stdout);
+}
+
+void PrintText(const Problems& problems, const VerifyResult& r) {
+  if (r.code == kExitOk) {
+    std::printf("OK: %s records, %s verified in %s s\n",
+                FormatCount(r.records).c_str(), FormatBytes(r.bytes).c_str(),
+                Fixed(r.seconds, 2).c_str());
+    return;
+  }
+  std::printf(
+      "%s: %s problem%s found\n", r.code == kExitCorrupt ? "CORRUPT" : "FAILED",
+      FormatCount(problems.count()).c_str(), problems.count() == 1 ? "" : "s");
+  for (const std::string& p : problems.messages()) {
+    std::printf("  %s\n", Printable(p).c_str());
+  }
+  if (problems.count() > problems.shown()) {
+    std::printf("  ... %s more\n",
+                FormatCount(problems.count() - problems.shown()).c_str());
+  }
+}
+
+}  // namespace
+
 int CmdVerify(const Argv& argv) {
   CommandLine cl("verify");
   std::string pack, threads_text;
@@ -60,78 +149,21 @@ int CmdVerify(const Argv& argv) {
   CLI::Option* cache_opt = cl.app().add_option("--cache", cache_dir);
   if (int rc = cl.Parse(argv); rc >= 0) return rc;
   int threads = 0;
-  if (int rc = ThreadsOption("verify", threads_opt, threads_text,
-                             kDefaultReadThreads, kMaxReadThreads, &threads);
+  if (int rc =
+          ThreadsOption("verify", threads_opt, threads_text,
+                        ReadThreads::kDefault, ReadThreads::kMax, &threads);
       rc != kExitOk) {
     return rc;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  // The first 1000 problems, as messages.  Records that fail with the
-  // message of the problem before (a part of a merged pack that cannot be
-  // opened fails each of its records with one message naming the part)
-  // are said once, with their count.
-  std::vector<std::string> problems;
-  uint64_t problem_count = 0;
-  uint64_t shown = 0;  // problems the kept messages stand for
-  std::string last;
-  bool last_kept = false;
-  uint64_t repeats = 0;
-  auto end_repeats = [&] {
-    if (repeats > 0 && last_kept) {
-      problems.back() += " (the same for " + FormatCount(repeats) +
-                         " more record" + (repeats == 1 ? "" : "s") + ")";
-    }
-    repeats = 0;
-  };
-  auto problem = [&](const Status& st) {
-    ++problem_count;
-    std::string message(st.message());
-    if (problem_count > 1 && message == last) {
-      ++repeats;
-      if (last_kept) ++shown;
-      return;
-    }
-    end_repeats();
-    last_kept = problems.size() < 1000;
-    if (last_kept) {
-      problems.push_back(message);
-      ++shown;
-    }
-    last = std::move(message);
-  };
+  Problems problems;
   auto report = [&](bool opened, uint64_t records, uint64_t bytes, int code) {
-    end_repeats();
+    problems.Finish();
+    const VerifyResult result{opened, records, bytes, Since(t0), code};
     if (json) {
-      std::string j =
-          "{\"ok\":" + std::string(code == kExitOk ? "true" : "false");
-      j += ",\"opened\":" + std::string(opened ? "true" : "false");
-      j += ",\"records\":" + std::to_string(records);
-      j += ",\"bytes\":" + std::to_string(bytes);
-      j += ",\"problem_count\":" + std::to_string(problem_count);
-      j += ",\"problems\":[";
-      for (size_t k = 0; k < problems.size(); ++k) {
-        if (k) j += ",";
-        j += JsonString(problems[k]);
-      }
-      j += "],\"seconds\":" + Fixed(Since(t0), 3) + "}\n";
-      std::fputs(j.c_str(), stdout);
+      PrintJson(problems, result);
     } else if (!quiet) {
-      if (code == kExitOk) {
-        std::printf("OK: %s records, %s verified in %s s\n",
-                    FormatCount(records).c_str(), FormatBytes(bytes).c_str(),
-                    Fixed(Since(t0), 2).c_str());
-      } else {
-        std::printf("%s: %s problem%s found\n",
-                    code == kExitCorrupt ? "CORRUPT" : "FAILED",
-                    FormatCount(problem_count).c_str(),
-                    problem_count == 1 ? "" : "s");
-        for (const std::string& p : problems)
-          std::printf("  %s\n", Printable(p).c_str());
-        if (problem_count > shown) {
-          std::printf("  ... %s more\n",
-                      FormatCount(problem_count - shown).c_str());
-        }
-      }
+      PrintText(problems, result);
     }
     return code;
   };
@@ -141,15 +173,15 @@ int CmdVerify(const Argv& argv) {
   std::unique_ptr<Reader> reader;
   Status s = Reader::Open(pack, options, &reader);
   if (!s.ok()) {
-    problem(s);
+    problems.Add(s);
     return report(false, 0, 0,
                   ExitCodeFor(s) == kExitOk ? kExitFailure : ExitCodeFor(s));
   }
   if (threads_opt->count() == 0 && reader->prefers_batches()) {
-    threads = kDefaultRemoteReadThreads;
+    threads = ReadThreads::kDefaultRemote;
   }
   s = reader->CheckIndex();
-  if (!s.ok()) problem(s);
+  if (!s.ok()) problems.Add(s);
   Progress progress(!quiet && !json && !no_progress);
   InstallSignalHandlers();
   bool io_failure = false;
@@ -190,7 +222,7 @@ int CmdVerify(const Argv& argv) {
     if (s.ok()) s = reader->GetRecord(i, &r);
     if (!s.ok()) {
       if (!s.IsCorruption()) io_failure = true;
-      problem(s);
+      problems.Add(s);
       continue;
     }
     bytes += r.original_length;
@@ -203,8 +235,9 @@ int CmdVerify(const Argv& argv) {
                     " records  " + FormatBytes(bytes));
   }
   progress.Clear();
-  int code =
-      problem_count == 0 ? kExitOk : (io_failure ? kExitFailure : kExitCorrupt);
+  int code = problems.count() == 0 ? kExitOk
+             : io_failure          ? kExitFailure
+                                   : kExitCorrupt;
   return report(true, n, bytes, code);
 }
 

@@ -27,10 +27,12 @@ namespace cli {
 
 // `-j` of verify and extract: their work is I/O-bound on network storage,
 // where each read is a round trip, so several are kept in flight by default.
-inline constexpr int kDefaultReadThreads = 8;
-// For a remote pack (s3://, https://), where each read is a round trip.
-inline constexpr int kDefaultRemoteReadThreads = 32;
-inline constexpr int kMaxReadThreads = 256;
+struct ReadThreads {
+  static constexpr int kDefault = 8;
+  // For a remote pack (s3://, https://), where each read is a round trip.
+  static constexpr int kDefaultRemote = 32;
+  static constexpr int kMax = 256;
+};
 // Records fetched ahead of the consumer: enough to keep every thread busy.
 inline size_t PrefetchWindow(int threads) {
   return static_cast<size_t>(threads) * 4;

@@ -120,55 +120,6 @@ std::string FormatDuration(double seconds) {
   return buf;
 }
 
-std::string JsonString(std::string_view bytes) {
-  const auto* s = reinterpret_cast<const unsigned char*>(bytes.data());
-  const size_t n = bytes.size();
-  std::string out = "\"";
-  char buf[16];
-  for (size_t i = 0; i < n;) {
-    unsigned char c = s[i];
-    if (c < 0x80) {
-      switch (c) {
-        case '"':
-          out += "\\\"";
-          break;
-        case '\\':
-          out += "\\\\";
-          break;
-        case '\n':
-          out += "\\n";
-          break;
-        case '\r':
-          out += "\\r";
-          break;
-        case '\t':
-          out += "\\t";
-          break;
-        default:
-          if (c < 0x20 || c == 0x7f) {
-            std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-            out += buf;
-          } else {
-            out.push_back(static_cast<char>(c));
-          }
-      }
-      ++i;
-      continue;
-    }
-    size_t len = Utf8SequenceLength(s, n, i);
-    if (len == 0) {
-      std::snprintf(buf, sizeof(buf), "\\udc%02x", c);
-      out += buf;
-      ++i;
-    } else {
-      out.append(bytes.data() + i, len);
-      i += len;
-    }
-  }
-  out += "\"";
-  return out;
-}
-
 Status WriteFd(int fd, std::string_view data) {
   return internal::WriteAll(fd, data.data(), data.size(), "");
 }

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "json_object.h"
 #include "ufspack/status.h"
 #include "ufspack/text.h"
 
@@ -46,12 +47,6 @@ using ::ufspack::FormatBytes;
 std::string FormatCount(uint64_t n);
 // "1:02:03" or "2:03".
 std::string FormatDuration(double seconds);
-
-// A JSON string literal for raw bytes: valid UTF-8 is kept, control
-// characters are escaped, and bytes that are not valid UTF-8 become
-// "\udcXX" (Python's surrogateescape), so os.fsencode(json.loads(s))
-// gives the original bytes back.
-std::string JsonString(std::string_view bytes);
 
 // Message-safe form of raw bytes (ufspack::EscapeBytes).
 inline std::string Printable(std::string_view s) { return EscapeBytes(s); }

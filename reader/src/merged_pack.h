@@ -90,21 +90,19 @@ class MergedPack final : public PackSource {
   void ReleaseRecords(uint64_t first, uint64_t count) const override;
   // Releases the index of every part opened so far; the manifest stays.
   void ReleaseIndex() const override;
-  // Block reads: each part's data file has its own blocks.
-  void PrefetchBlocks(const Record* records, size_t count) const override;
-  BlockReadStats block_stats() const override;
   // Sent to the part holding r (opened on first use), as its local record.
   Status ReadStored(const Record& r, char* dst) const override;
-  // The records grouped by part; each part's group is one ReadStoredMany
-  // of that part, part after part.  The first error.
+  Status ReadZstd(const Record& r, ZstdOutput* output) const override;
+  // Grouped by part, each group passed to its part (opened on first use):
+  // ReadStoredMany reads part after part and returns the first error;
+  // ReadBatchMany copies the parts' batches into one, in the order of
+  // `records`; each part's data file has its own blocks.
   Status ReadStoredMany(const Record* records, char* const* dsts, size_t count,
                         int threads) const override;
-  // Sent to the part holding r (opened on first use), as its local record.
-  Status ReadZstd(const Record& r, ZstdOutput* output) const override;
-  // Each part's records as a batch of that part, then copied into one
-  // batch in the order of `records`.
   Status ReadBatchMany(const std::vector<Record>& records, Batch* out,
                        int threads) const override;
+  void PrefetchBlocks(const Record* records, size_t count) const override;
+  BlockReadStats block_stats() const override;
 
  private:
   MergedPack() = default;

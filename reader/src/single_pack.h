@@ -41,12 +41,14 @@ class SinglePack final : public PackSource {
                      std::unique_ptr<SinglePack>* pack);
 
   bool prefers_batches() const override;
-  Status GetRecord(uint64_t i, Record* record) const override;
-  Status RecordOffsets(uint64_t first, uint64_t count, uint64_t* offsets,
-                       uint32_t* parts) const override;
+  // Names: a binary search of the name table.
   Status Find(std::string_view name, uint64_t* index) const override;
   Status FindMany(const std::string_view* names, size_t count,
                   uint64_t* indices) const override;
+  // Entries: decoded from the mapped index, checked against data.ufs.
+  Status GetRecord(uint64_t i, Record* record) const override;
+  Status RecordOffsets(uint64_t first, uint64_t count, uint64_t* offsets,
+                       uint32_t* parts) const override;
   Status CheckIndex() const override;  // check_index.cc
   void ReleaseRecords(uint64_t first, uint64_t count) const override;
   void ReleaseIndex() const override;

@@ -135,13 +135,21 @@ UFSPACK_EXPORT void DecodeSections(const char* at, Section* const* sections,
 UFSPACK_EXPORT void SealHeader(char* buf, size_t checksum_offset, size_t length,
                                std::string* dst);
 
-struct UFSPACK_EXPORT IndexHeader {
-  static constexpr size_t kEncodedLength = 176;
-  // Offset of body_checksum, and of header_checksum, which covers bytes
-  // [0, kHeaderChecksumOffset).
-  static constexpr size_t kBodyChecksumOffset = 160;
-  static constexpr size_t kHeaderChecksumOffset = 168;
+// Where a sealed header (the index's, the manifest's) keeps its two
+// checksums: body_checksum at kBodyChecksumOffset, header_checksum at
+// kHeaderChecksumOffset covering bytes [0, kHeaderChecksumOffset), in a
+// header of kEncodedLength bytes.
+template <size_t EncodedLength, size_t BodyChecksumOffset,
+          size_t HeaderChecksumOffset>
+struct SealedHeaderLayout {
+  static_assert(BodyChecksumOffset + 8 <= HeaderChecksumOffset &&
+                HeaderChecksumOffset + 8 <= EncodedLength);
+  static constexpr size_t kEncodedLength = EncodedLength;
+  static constexpr size_t kBodyChecksumOffset = BodyChecksumOffset;
+  static constexpr size_t kHeaderChecksumOffset = HeaderChecksumOffset;
+};
 
+struct UFSPACK_EXPORT IndexHeader : SealedHeaderLayout<176, 160, 168> {
   uint32_t version = kFormatVersion;
   uint32_t required_flags = 0;
   uint32_t optional_flags = 0;

@@ -52,11 +52,7 @@ inline constexpr uint32_t kMaxReadableManifestVersion = 1;
 inline constexpr uint64_t kMaxParts = 1u << 20;
 inline constexpr uint64_t kMaxSegments = 1u << 26;
 
-struct UFSPACK_EXPORT ManifestHeader {
-  static constexpr size_t kEncodedLength = 200;
-  static constexpr size_t kBodyChecksumOffset = 176;
-  static constexpr size_t kHeaderChecksumOffset = 192;
-
+struct UFSPACK_EXPORT ManifestHeader : SealedHeaderLayout<200, 176, 192> {
   uint32_t version = kManifestVersion;
   uint32_t required_flags = 0;
   uint32_t optional_flags = 0;  // kOptionalFlagFlat as in the index

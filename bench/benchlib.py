@@ -1,0 +1,33 @@
+"""What the benchmark scripts share: the argument parser and the results file.
+
+Each script runs as ``python3 bench/NAME.py``, so this folder is on sys.path.
+"""
+
+import argparse
+import json
+import os
+from typing import Any, Optional
+
+
+def parser(doc: Optional[str]) -> argparse.ArgumentParser:
+    """An ArgumentParser whose --help prints the script's docstring as written."""
+    return argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def write_json(path: Optional[str], results: Any) -> None:
+    """Writes `results` to `path` as indented JSON; nothing when no path was given."""
+    if path:
+        with open(path, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+def write_results_dir(out: Optional[str], results: Any, table: str) -> None:
+    """Writes `results` to OUT/results.json and the Markdown `table` to
+    OUT/table.md, making OUT; nothing when no directory was given."""
+    if not out:
+        return
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    with open(os.path.join(out, "table.md"), "w") as f:
+        f.write(table + "\n")
