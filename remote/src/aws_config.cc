@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -269,7 +270,6 @@ struct UnsupportedSource {
 constexpr UnsupportedSource kUnsupportedSources[] = {
     {"role_arn", "assume role"},
     {"credential_source", "assume role"},
-    {"credential_process", "an external credential process"},
     {"sso_session", "IAM Identity Center (SSO)"},
     {"sso_start_url", "IAM Identity Center (SSO)"},
     {"sso_account_id", "IAM Identity Center (SSO)"},
@@ -415,8 +415,16 @@ class Loader {
       out->credentials.access_key_id = id;
       out->credentials.secret_access_key = secret;
       out->credentials.session_token = Env("AWS_SESSION_TOKEN");
-      out->credentials_source = "environment";
-      return Status::OK();
+      return UseStatic(out, "environment");
+    }
+    if (!Env("AWS_WEB_IDENTITY_TOKEN_FILE").empty()) {
+      return Status::NotSupported(
+          "AWS_WEB_IDENTITY_TOKEN_FILE is set (web identity federation, "
+          "STS AssumeRoleWithWebIdentity), which ufspack does not support "
+          "yet; export AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and "
+          "AWS_SESSION_TOKEN instead (e.g. from 'aws sts "
+          "assume-role-with-web-identity'), or unset it to use the other "
+          "providers");
     }
     const std::pair<const SharedFile*, const Section*> places[] = {
         {&credentials_file_, credentials_section_},
@@ -425,14 +433,92 @@ class Loader {
       bool found = false;
       Status s = KeysFrom(*file, section, &out->credentials, &found);
       if (!s.ok()) return s;
-      if (found) {
-        out->credentials_source = file->path() + " " + section->header;
-        return Status::OK();
-      }
+      if (found) return UseStatic(out, file->path() + " " + section->header);
+    }
+    const std::pair<const SharedFile*, const Section*> process_places[] = {
+        {&config_file_, config_section_},
+        {&credentials_file_, credentials_section_}};
+    for (const auto& [file, section] : process_places) {
+      const Setting* process =
+          section != nullptr ? section->Find("credential_process") : nullptr;
+      if (process == nullptr) continue;
+      const std::string where = file->path() + ":" +
+                                std::to_string(process->line) + " " +
+                                section->header;
+      const std::string command = process->value;
+      const std::string profile = out->profile;
+      const int timeout = ProcessTimeout();
+      return UseCache(out, SharedCredentialsCache(
+                               "process\n" + command + "\n" + profile + "\n" +
+                                   where + "\n" + std::to_string(timeout),
+                               [&] {
+                                 return MakeProcessProvider(command, profile,
+                                                            where, timeout);
+                               }));
     }
     Status s = UnsupportedSourceError(out->profile);
     if (!s.ok()) return s;
-    out->credentials_source = "none (anonymous)";
+
+    std::string tried;
+    std::unique_ptr<CredentialsProvider> provider;
+    std::string key;
+    UFSPACK_RETURN_IF_ERROR(MakeContainerProvider(env_, &provider, &key));
+    if (provider != nullptr) {
+      return UseCache(out, SharedCredentialsCache(
+                               key, [&] { return std::move(provider); }));
+    }
+    UFSPACK_RETURN_IF_ERROR(MakeImdsProvider(env_, &provider, &key));
+    if (provider == nullptr) {
+      out->credentials_source =
+          "none (anonymous; EC2 instance metadata disabled by "
+          "AWS_EC2_METADATA_DISABLED)";
+      return Status::OK();
+    }
+    std::shared_ptr<CredentialsCache> imds =
+        SharedCredentialsCache(key, [&] { return std::move(provider); });
+    std::shared_ptr<const Credentials> current;
+    s = imds->Get(&current);
+    if (!s.ok()) {
+      out->credentials_source =
+          "none (anonymous; tried the environment, profile '" + out->profile +
+          "' in the shared files, container credentials (not configured), "
+          "then " +
+          std::string(s.message()) + ")";
+      return Status::OK();
+    }
+    out->credentials = *current;
+    out->credentials_source = imds->Name();
+    out->provider = std::move(imds);
+    return Status::OK();
+  }
+
+  int ProcessTimeout() const {
+    const std::string v = Env("UFSPACK_CREDENTIAL_PROCESS_TIMEOUT_SECONDS");
+    char* end = nullptr;
+    const long t = v.empty() ? 0 : std::strtol(v.c_str(), &end, 10);
+    return v.empty() || *end != '\0' || t <= 0 || t > 3600
+               ? 60
+               : static_cast<int>(t);
+  }
+
+  Status UseStatic(AwsSettings* out, const std::string& source) {
+    out->credentials_source = source;
+    out->provider = std::make_shared<CredentialsCache>(
+        MakeStaticProvider(out->credentials, source));
+    return Status::OK();
+  }
+
+  // Credentials from a configured source: failing to get them is an error.
+  Status UseCache(AwsSettings* out, std::shared_ptr<CredentialsCache> cache) {
+    std::shared_ptr<const Credentials> current;
+    Status s = cache->Get(&current);
+    if (!s.ok()) {
+      return s.WithContext("AWS credentials for profile '" + out->profile +
+                           "'");
+    }
+    out->credentials = *current;
+    out->credentials_source = cache->Name();
+    out->provider = std::move(cache);
     return Status::OK();
   }
 

@@ -54,8 +54,9 @@ struct Transfer {
   std::string payload_sha256;
   std::vector<Header> headers;  // sent on every attempt
   // Called before every attempt to add per-attempt headers (a SigV4
-  // signature with the attempt's date).
-  std::function<void(const Transfer&, std::vector<Header>*)> sign;
+  // signature with the attempt's date and the credentials current then).
+  // An error (no usable credentials) fails the transfer, not retried.
+  std::function<Status(const Transfer&, std::vector<Header>*)> sign;
   // Non-empty: a 2xx response whose ETag differs is an error (the object
   // changed), not retried.
   std::string expect_etag;

@@ -172,9 +172,16 @@ void ClearAwsEnv() {
         "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_REGION",
         "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3",
         "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "AWS_CONFIG_FILE",
-        "AWS_SHARED_CREDENTIALS_FILE"}) {
+        "AWS_SHARED_CREDENTIALS_FILE", "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+        "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+        "AWS_EC2_METADATA_SERVICE_ENDPOINT"}) {
     ::unsetenv(v);
   }
+  // Anonymous tests must not ask a metadata service.
+  ::setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
   // No ~/.aws of the machine's user.
   ::setenv("AWS_CONFIG_FILE", "/nonexistent/ufspack-test/config", 1);
   ::setenv("AWS_SHARED_CREDENTIALS_FILE",

@@ -1,0 +1,951 @@
+// Copyright 2026 The ufspack Authors.
+//
+// Credential providers and the refreshing cache (see credentials.h).
+#include "credentials.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <new>
+#include <set>
+#include <utility>
+
+#include "http.h"
+
+extern char** environ;
+
+namespace ufspack {
+namespace remote {
+namespace {
+
+int64_t NowSeconds() { return static_cast<int64_t>(::time(nullptr)); }
+
+std::string Lower(std::string s) {
+  for (char& c : s) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return s;
+}
+
+// --- JSON (just enough for credential documents)
+
+class JsonParser {
+ public:
+  explicit JsonParser(const std::string& s) : s_(s) {}
+
+  Status Object(std::map<std::string, std::string>* out) {
+    Space();
+    if (!Eat('{')) return Error("expected '{'");
+    Space();
+    if (Eat('}')) return End();
+    for (;;) {
+      Space();
+      std::string key;
+      UFSPACK_RETURN_IF_ERROR(String(&key));
+      Space();
+      if (!Eat(':')) return Error("expected ':'");
+      Space();
+      std::string value;
+      bool scalar = false;
+      UFSPACK_RETURN_IF_ERROR(Value(&value, &scalar, 0));
+      if (scalar) (*out)[key] = std::move(value);
+      Space();
+      if (Eat(',')) continue;
+      if (Eat('}')) return End();
+      return Error("expected ',' or '}'");
+    }
+  }
+
+ private:
+  Status End() {
+    Space();
+    return i_ == s_.size() ? Status::OK()
+                           : Error("expected the end after the object");
+  }
+  Status Error(const char* what) const {
+    return Status::InvalidArgument(std::string("invalid JSON at byte ") +
+                                   std::to_string(i_) + ": " + what);
+  }
+  void Space() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' ||
+                              s_[i_] == '\n' || s_[i_] == '\r')) {
+      ++i_;
+    }
+  }
+  bool Eat(char c) {
+    if (i_ < s_.size() && s_[i_] == c) {
+      ++i_;
+      return true;
+    }
+    return false;
+  }
+  static void Utf8(uint32_t cp, std::string* out) {
+    if (cp < 0x80) {
+      out->push_back(static_cast<char>(cp));
+    } else if (cp < 0x800) {
+      out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
+      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+      out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else {
+      out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
+      out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    }
+  }
+  bool Hex4(uint32_t* v) {
+    if (s_.size() - i_ < 4) return false;
+    *v = 0;
+    for (int k = 0; k < 4; ++k) {
+      const char c = s_[i_++];
+      *v <<= 4;
+      if (c >= '0' && c <= '9') {
+        *v |= static_cast<uint32_t>(c - '0');
+      } else if (c >= 'a' && c <= 'f') {
+        *v |= static_cast<uint32_t>(c - 'a' + 10);
+      } else if (c >= 'A' && c <= 'F') {
+        *v |= static_cast<uint32_t>(c - 'A' + 10);
+      } else {
+        return false;
+      }
+    }
+    return true;
+  }
+  Status String(std::string* out) {
+    if (!Eat('"')) return Error("expected a string");
+    for (;;) {
+      if (i_ >= s_.size()) return Error("unterminated string");
+      const char c = s_[i_++];
+      if (c == '"') return Status::OK();
+      if (static_cast<unsigned char>(c) < 0x20) {
+        return Error("control character in a string");
+      }
+      if (c != '\\') {
+        out->push_back(c);
+        continue;
+      }
+      if (i_ >= s_.size()) return Error("unterminated string");
+      const char e = s_[i_++];
+      switch (e) {
+        case '"':
+        case '\\':
+        case '/':
+          out->push_back(e);
+          break;
+        case 'b':
+          out->push_back('\b');
+          break;
+        case 'f':
+          out->push_back('\f');
+          break;
+        case 'n':
+          out->push_back('\n');
+          break;
+        case 'r':
+          out->push_back('\r');
+          break;
+        case 't':
+          out->push_back('\t');
+          break;
+        case 'u': {
+          uint32_t cp = 0;
+          if (!Hex4(&cp)) return Error("bad \\u escape");
+          if (cp >= 0xD800 && cp < 0xDC00) {
+            uint32_t lo = 0;
+            if (!Eat('\\') || !Eat('u') || !Hex4(&lo) || lo < 0xDC00 ||
+                lo > 0xDFFF) {
+              return Error("bad surrogate pair");
+            }
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+          }
+          Utf8(cp, out);
+          break;
+        }
+        default:
+          return Error("bad escape");
+      }
+    }
+  }
+  Status Value(std::string* out, bool* scalar, int depth) {
+    if (depth > 32) return Error("nested too deeply");
+    if (i_ >= s_.size()) return Error("expected a value");
+    const char c = s_[i_];
+    if (c == '"') {
+      *scalar = true;
+      return String(out);
+    }
+    if (c == '{' || c == '[') {
+      const char close = c == '{' ? '}' : ']';
+      ++i_;
+      Space();
+      if (Eat(close)) return Status::OK();
+      for (;;) {
+        Space();
+        std::string ignored;
+        bool ignored_scalar = false;
+        if (c == '{') {
+          UFSPACK_RETURN_IF_ERROR(String(&ignored));
+          Space();
+          if (!Eat(':')) return Error("expected ':'");
+          Space();
+          ignored.clear();
+        }
+        UFSPACK_RETURN_IF_ERROR(Value(&ignored, &ignored_scalar, depth + 1));
+        Space();
+        if (Eat(',')) continue;
+        if (Eat(close)) return Status::OK();
+        return Error("expected ',' or a closing bracket");
+      }
+    }
+    for (const char* word : {"true", "false", "null"}) {
+      const size_t n = std::strlen(word);
+      if (s_.compare(i_, n, word) == 0) {
+        i_ += n;
+        *scalar = word[0] != 'n';
+        if (*scalar) *out = word;
+        return Status::OK();
+      }
+    }
+    const size_t begin = i_;
+    while (i_ < s_.size() && (std::strchr("+-.eE", s_[i_]) != nullptr ||
+                              (s_[i_] >= '0' && s_[i_] <= '9'))) {
+      ++i_;
+    }
+    if (i_ == begin) return Error("expected a value");
+    *scalar = true;
+    *out = s_.substr(begin, i_ - begin);
+    return Status::OK();
+  }
+
+  const std::string& s_;
+  size_t i_ = 0;
+};
+
+// Reads a credentials document's fields.  `id`, `secret`, `token` and
+// `expiration` are member names; `what` names the source for messages.
+Status CredentialsFromJson(const std::string& body, const std::string& what,
+                           const char* token_field, TimedCredentials* out) {
+  std::map<std::string, std::string> m;
+  Status s = ParseJsonObject(body, &m);
+  if (!s.ok()) {
+    return Status::InvalidArgument(
+        what + ": expected a JSON object of credentials; found " +
+        std::string(s.message()) +
+        " (the output is not shown: it may hold "
+        "secrets)");
+  }
+  for (const char* field : {"AccessKeyId", "SecretAccessKey"}) {
+    auto it = m.find(field);
+    if (it == m.end() || it->second.empty()) {
+      return Status::InvalidArgument(what + ": expected a non-empty \"" +
+                                     field + "\" member; found none");
+    }
+  }
+  TimedCredentials c;
+  c.credentials.access_key_id = m["AccessKeyId"];
+  c.credentials.secret_access_key = m["SecretAccessKey"];
+  auto token = m.find(token_field);
+  if (token != m.end()) c.credentials.session_token = token->second;
+  auto exp = m.find("Expiration");
+  if (exp != m.end() && !exp->second.empty()) {
+    if (!ParseIso8601(exp->second, &c.expiration)) {
+      return Status::InvalidArgument(
+          what +
+          ": expected \"Expiration\" as an ISO 8601 time such as "
+          "2026-11-27T10:42:30Z; found '" +
+          exp->second + "'");
+    }
+  }
+  *out = std::move(c);
+  return Status::OK();
+}
+
+// --- static
+
+class StaticProvider final : public CredentialsProvider {
+ public:
+  StaticProvider(const Credentials& c, std::string name)
+      : credentials_(c), name_(std::move(name)) {}
+  Status Fetch(TimedCredentials* out) override {
+    out->credentials = credentials_;
+    out->expiration = 0;
+    return Status::OK();
+  }
+  std::string Name() const override { return name_; }
+
+ private:
+  const Credentials credentials_;
+  const std::string name_;
+};
+
+// --- credential_process
+
+class ProcessProvider final : public CredentialsProvider {
+ public:
+  ProcessProvider(std::string command, std::string profile, std::string where,
+                  int timeout_seconds)
+      : command_(std::move(command)),
+        profile_(std::move(profile)),
+        where_(std::move(where)),
+        timeout_seconds_(timeout_seconds) {}
+
+  std::string Name() const override {
+    return "credential_process of profile '" + profile_ + "' (" + where_ + ")";
+  }
+
+  Status Fetch(TimedCredentials* out) override {
+    std::vector<std::string> argv;
+    Status s = SplitCommand(command_, &argv);
+    if (!s.ok()) return s.WithContext(Name());
+    if (argv.empty()) {
+      return Status::InvalidArgument(Name() +
+                                     ": expected a command; found "
+                                     "an empty value");
+    }
+    std::string output;
+    UFSPACK_RETURN_IF_ERROR(Run(argv, &output));
+    TimedCredentials c;
+    UFSPACK_RETURN_IF_ERROR(
+        CredentialsFromJson(output, Name(), "SessionToken", &c));
+    std::map<std::string, std::string> m;
+    (void)ParseJsonObject(output, &m);  // parsed above
+    if (m["Version"] != "1") {
+      return Status::InvalidArgument(
+          Name() + ": expected \"Version\": 1 in its JSON output; found " +
+          (m.count("Version") ? "\"Version\": " + m["Version"]
+                              : std::string("no \"Version\"")));
+    }
+    *out = std::move(c);
+    return Status::OK();
+  }
+
+ private:
+  static constexpr size_t kMaxOutput = 64 << 10;
+
+  Status Run(const std::vector<std::string>& argv, std::string* output) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) {
+      return Status::FromErrno(Name() + ": pipe", errno);
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+    std::vector<char*> args;
+    for (const std::string& a : argv)
+      args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    pid_t pid = -1;
+    const int rc =
+        ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(fds[1]);
+    if (rc != 0) {
+      ::close(fds[0]);
+      return Status::InvalidArgument(Name() + ": cannot run '" + argv[0] +
+                                     "': " + std::strerror(rc));
+    }
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::seconds(timeout_seconds_);
+    bool timed_out = false, too_long = false;
+    char buf[4096];
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            deadline - std::chrono::steady_clock::now())
+                            .count();
+      if (left <= 0) {
+        timed_out = true;
+        break;
+      }
+      pollfd p{fds[0], POLLIN, 0};
+      const int n =
+          ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
+      if (n < 0 && errno == EINTR) continue;
+      if (n == 0) continue;
+      const ssize_t r = ::read(fds[0], buf, sizeof(buf));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      output->append(buf, static_cast<size_t>(r));
+      if (output->size() > kMaxOutput) {
+        too_long = true;
+        break;
+      }
+    }
+    ::close(fds[0]);
+    if (timed_out || too_long) ::kill(pid, SIGKILL);
+    int wstatus = 0;
+    while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+    }
+    if (timed_out) {
+      return Status::IOError(Name() + ": expected it to finish within " +
+                             std::to_string(timeout_seconds_) +
+                             " s; killed it");
+    }
+    if (too_long) {
+      return Status::InvalidArgument(Name() + ": expected at most " +
+                                     std::to_string(kMaxOutput) +
+                                     " bytes of JSON on stdout; found more");
+    }
+    if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) != 0) {
+      return Status::IOError(Name() + ": '" + argv[0] +
+                             "' exited with status " +
+                             std::to_string(WEXITSTATUS(wstatus)) +
+                             " (its stderr is passed through; its stdout is "
+                             "not shown)");
+    }
+    if (WIFSIGNALED(wstatus)) {
+      return Status::IOError(Name() + ": '" + argv[0] +
+                             "' was killed by signal " +
+                             std::to_string(WTERMSIG(wstatus)));
+    }
+    return Status::OK();
+  }
+
+  const std::string command_, profile_, where_;
+  const int timeout_seconds_;
+};
+
+// --- HTTP helpers for the metadata endpoints
+
+RemoteOptions MetadataOptions() {
+  RemoteOptions o;
+  o.max_in_flight = 1;
+  o.max_attempts = 2;
+  o.retry_seconds = 3;
+  o.connect_timeout_ms = 1000;
+  o.stall_seconds = 1;
+  return o;
+}
+
+Status HttpCall(const std::string& method, const std::string& url,
+                std::vector<Header> headers, const std::string& what,
+                std::string* body) {
+  Transfer t;
+  t.method = method;
+  t.url = url;
+  t.display = Redact(url);
+  t.headers = std::move(headers);
+  Transfer* list[] = {&t};
+  Status s = RunTransfers(list, 1, MetadataOptions());
+  if (!s.ok()) return s.WithContext(what);
+  *body = std::move(t.body);
+  return Status::OK();
+}
+
+// --- container
+
+bool AllowedPlainHttpHost(const std::string& url) {
+  // http://HOST[:port]/...: loopback, or the ECS / EKS Pod Identity agents.
+  const std::string rest = url.substr(7);
+  std::string host = rest.substr(0, rest.find_first_of("/?#"));
+  if (!host.empty() && host[0] == '[') {
+    host = host.substr(0, host.find(']') + 1);
+  } else {
+    host = host.substr(0, host.find(':'));
+  }
+  host = Lower(host);
+  return host == "localhost" || host == "[::1]" ||
+         host.compare(0, 4, "127.") == 0 || host == "169.254.170.2" ||
+         host == "169.254.170.23" || host == "[fd00:ec2::23]";
+}
+
+class ContainerProvider final : public CredentialsProvider {
+ public:
+  ContainerProvider(std::string url, std::string token, std::string token_file)
+      : url_(std::move(url)),
+        token_(std::move(token)),
+        token_file_(std::move(token_file)) {}
+
+  std::string Name() const override {
+    return "container credentials (" + Redact(url_) + ")";
+  }
+
+  Status Fetch(TimedCredentials* out) override {
+    std::vector<Header> headers;
+    std::string token = token_;
+    if (!token_file_.empty()) UFSPACK_RETURN_IF_ERROR(ReadToken(&token));
+    if (!token.empty()) headers.emplace_back("Authorization", token);
+    std::string body;
+    UFSPACK_RETURN_IF_ERROR(HttpCall("GET", url_, headers, Name(), &body));
+    return CredentialsFromJson(body, Name(), "Token", out);
+  }
+
+ private:
+  Status ReadToken(std::string* token) const {
+    const std::string what =
+        Name() + ": AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE " + token_file_;
+    const int fd =
+        ::open(token_file_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+      return Status::InvalidArgument(what + ": expected a readable file; " +
+                                     std::strerror(errno));
+    }
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > 16384) {
+      ::close(fd);
+      return Status::InvalidArgument(
+          what + ": expected a regular file of at most 16384 bytes");
+    }
+    token->clear();
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof(buf))) != 0) {
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        const int err = errno;
+        ::close(fd);
+        return Status::InvalidArgument(what + ": " + std::strerror(err));
+      }
+      token->append(buf, static_cast<size_t>(n));
+    }
+    ::close(fd);
+    while (!token->empty() && (token->back() == '\n' || token->back() == '\r' ||
+                               token->back() == ' ')) {
+      token->pop_back();
+    }
+    if (token->empty() || token->find_first_of("\r\n") != std::string::npos) {
+      return Status::InvalidArgument(
+          what + ": expected one line holding the token; found " +
+          (token->empty() ? "an empty file" : "several lines"));
+    }
+    return Status::OK();
+  }
+
+  const std::string url_, token_, token_file_;
+};
+
+// --- IMDSv2
+
+class ImdsProvider final : public CredentialsProvider {
+ public:
+  explicit ImdsProvider(std::string endpoint) : endpoint_(std::move(endpoint)) {
+    while (!endpoint_.empty() && endpoint_.back() == '/') endpoint_.pop_back();
+  }
+
+  std::string Name() const override {
+    return "EC2 instance metadata (IMDSv2, " + endpoint_ + ")";
+  }
+
+  Status Fetch(TimedCredentials* out) override {
+    std::string token;
+    UFSPACK_RETURN_IF_ERROR(
+        HttpCall("PUT", endpoint_ + "/latest/api/token",
+                 {{"X-aws-ec2-metadata-token-ttl-seconds", "21600"}},
+                 Name() + ": session token (IMDSv1 is not used)", &token));
+    if (token.empty()) {
+      return Status::IOError(Name() +
+                             ": PUT /latest/api/token: expected a "
+                             "session token; found an empty body");
+    }
+    const std::vector<Header> auth = {{"X-aws-ec2-metadata-token", token}};
+    const std::string base =
+        endpoint_ + "/latest/meta-data/iam/security-credentials/";
+    std::string roles;
+    Status s = HttpCall("GET", base, auth, Name() + ": role name", &roles);
+    if (s.IsNotFound()) {
+      return Status::NotFound(Name() +
+                              ": the instance has no IAM role attached (" +
+                              std::string(s.message()) + ")");
+    }
+    UFSPACK_RETURN_IF_ERROR(s);
+    const std::string role = roles.substr(0, roles.find_first_of("\r\n"));
+    if (role.empty() || role.find('/') != std::string::npos) {
+      return Status::IOError(
+          Name() + ": GET " + base + ": expected a role name; found " +
+          (role.empty() ? "an empty body" : "'" + role + "'"));
+    }
+    std::string body;
+    s = HttpCall("GET", base + role, auth, Name() + ": role '" + role + "'",
+                 &body);
+    UFSPACK_RETURN_IF_ERROR(s);
+    std::map<std::string, std::string> m;
+    if (ParseJsonObject(body, &m).ok() && m.count("Code") &&
+        m["Code"] != "Success") {
+      return Status::IOError(Name() + ": role '" + role +
+                             "': expected \"Code\": \"Success\"; found \"" +
+                             m["Code"] + "\"");
+    }
+    return CredentialsFromJson(body, Name() + ": role '" + role + "'", "Token",
+                               out);
+  }
+
+ private:
+  std::string endpoint_;
+};
+
+// --- the registry of caches, for sharing and fork handling
+
+std::mutex& RegistryMutex() {
+  static std::mutex* mu = new std::mutex;
+  return *mu;
+}
+std::set<CredentialsCache*>& AllCaches() {
+  static auto* caches = new std::set<CredentialsCache*>;
+  return *caches;
+}
+std::map<std::string, std::shared_ptr<CredentialsCache>>& SharedCaches() {
+  static auto* caches =
+      new std::map<std::string, std::shared_ptr<CredentialsCache>>;
+  return *caches;
+}
+
+void InstallForkHandlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    ::pthread_atfork(&CredentialsCache::PrepareFork,
+                     &CredentialsCache::ParentAfterFork,
+                     &CredentialsCache::ChildAfterFork);
+  });
+}
+
+}  // namespace
+
+Status SplitCommand(const std::string& command,
+                    std::vector<std::string>* words) {
+  words->clear();
+  std::string word;
+  bool in_word = false;
+  size_t i = 0;
+  while (i < command.size()) {
+    const char c = command[i++];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      if (in_word) words->push_back(std::move(word));
+      word.clear();
+      in_word = false;
+    } else if (c == '\\') {
+      in_word = true;
+      if (i < command.size()) {
+        if (command[i] != '\n') word.push_back(command[i]);
+        ++i;
+      }
+    } else if (c == '\'') {
+      in_word = true;
+      const size_t end = command.find('\'', i);
+      if (end == std::string::npos) {
+        return Status::InvalidArgument(
+            "expected a closing ' in the command; found none");
+      }
+      word.append(command, i, end - i);
+      i = end + 1;
+    } else if (c == '"') {
+      in_word = true;
+      for (;;) {
+        if (i >= command.size()) {
+          return Status::InvalidArgument(
+              "expected a closing \" in the command; found none");
+        }
+        const char d = command[i++];
+        if (d == '"') break;
+        if (d == '\\' && i < command.size() &&
+            std::strchr("\"\\$`\n", command[i]) != nullptr) {
+          if (command[i] != '\n') word.push_back(command[i]);
+          ++i;
+          continue;
+        }
+        word.push_back(d);
+      }
+    } else {
+      in_word = true;
+      word.push_back(c);
+    }
+  }
+  if (in_word) words->push_back(std::move(word));
+  return Status::OK();
+}
+
+Status ParseJsonObject(const std::string& json,
+                       std::map<std::string, std::string>* members) {
+  members->clear();
+  return JsonParser(json).Object(members);
+}
+
+bool ParseIso8601(const std::string& t, int64_t* seconds) {
+  int y, mo, d, h, mi, s, n = 0;
+  if (std::sscanf(t.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi,
+                  &s, &n) != 6 ||
+      n != 19) {
+    return false;
+  }
+  size_t i = 19;
+  if (i < t.size() && t[i] == '.') {
+    ++i;
+    while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
+  }
+  int64_t offset = 0;
+  if (i < t.size() && (t[i] == 'Z' || t[i] == 'z')) {
+    ++i;
+  } else if (i < t.size() && (t[i] == '+' || t[i] == '-')) {
+    int oh = 0, om = 0, m = 0;
+    if (std::sscanf(t.c_str() + i + 1, "%2d:%2d%n", &oh, &om, &m) != 2 ||
+        m != 5) {
+      return false;
+    }
+    offset = (t[i] == '+' ? 1 : -1) * (oh * 3600 + om * 60);
+    i += 6;
+  } else {
+    return false;
+  }
+  if (i != t.size() || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 ||
+      mi > 59 || s > 60) {
+    return false;
+  }
+  std::tm tm{};
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = s;
+  *seconds = static_cast<int64_t>(::timegm(&tm)) - offset;
+  return true;
+}
+
+std::unique_ptr<CredentialsProvider> MakeStaticProvider(
+    const Credentials& credentials, const std::string& name) {
+  return std::make_unique<StaticProvider>(credentials, name);
+}
+
+std::unique_ptr<CredentialsProvider> MakeProcessProvider(
+    const std::string& command, const std::string& profile,
+    const std::string& where, int timeout_seconds) {
+  return std::make_unique<ProcessProvider>(command, profile, where,
+                                           timeout_seconds);
+}
+
+Status MakeContainerProvider(const EnvLookup& env,
+                             std::unique_ptr<CredentialsProvider>* provider,
+                             std::string* key) {
+  auto get = [&](const char* name) {
+    const char* v = env ? env(name) : nullptr;
+    return v == nullptr ? std::string() : std::string(v);
+  };
+  provider->reset();
+  std::string url;
+  const std::string relative = get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
+  const std::string full = get("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+  if (!relative.empty()) {
+    url = std::string("http://169.254.170.2") +
+          (relative[0] == '/' ? "" : "/") + relative;
+  } else if (!full.empty()) {
+    const std::string lower = Lower(full);
+    if (lower.compare(0, 8, "https://") == 0) {
+      url = full;
+    } else if (lower.compare(0, 7, "http://") == 0 &&
+               AllowedPlainHttpHost(full)) {
+      url = full;
+    } else {
+      return Status::InvalidArgument(
+          "container credentials: AWS_CONTAINER_CREDENTIALS_FULL_URI: "
+          "expected an https:// URL, or http:// to a loopback address, "
+          "169.254.170.2, 169.254.170.23 or [fd00:ec2::23]; found '" +
+          Redact(full) + "'");
+    }
+  } else {
+    return Status::OK();
+  }
+  const std::string token_file = get("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
+  const std::string token =
+      token_file.empty() ? get("AWS_CONTAINER_AUTHORIZATION_TOKEN") : "";
+  *key = "container\n" + url + "\n" + token_file + "\n" + token;
+  *provider = std::make_unique<ContainerProvider>(url, token, token_file);
+  return Status::OK();
+}
+
+Status MakeImdsProvider(const EnvLookup& env,
+                        std::unique_ptr<CredentialsProvider>* provider,
+                        std::string* key) {
+  auto get = [&](const char* name) {
+    const char* v = env ? env(name) : nullptr;
+    return v == nullptr ? std::string() : std::string(v);
+  };
+  provider->reset();
+  const std::string disabled = Lower(get("AWS_EC2_METADATA_DISABLED"));
+  if (disabled == "true") return Status::OK();
+  if (!disabled.empty() && disabled != "false") {
+    return Status::InvalidArgument(
+        "AWS_EC2_METADATA_DISABLED: expected true or false; found '" +
+        disabled + "'");
+  }
+  std::string endpoint = get("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+  if (endpoint.empty()) {
+    const std::string mode =
+        Lower(get("AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE"));
+    if (mode.empty() || mode == "ipv4") {
+      endpoint = "http://169.254.169.254";
+    } else if (mode == "ipv6") {
+      endpoint = "http://[fd00:ec2::254]";
+    } else {
+      return Status::InvalidArgument(
+          "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE: expected IPv4 or IPv6; "
+          "found '" +
+          mode + "'");
+    }
+  } else {
+    const std::string lower = Lower(endpoint);
+    if (lower.compare(0, 7, "http://") != 0 &&
+        lower.compare(0, 8, "https://") != 0) {
+      return Status::InvalidArgument(
+          "AWS_EC2_METADATA_SERVICE_ENDPOINT: expected http://host[:port] or "
+          "https://host[:port]; found '" +
+          Redact(endpoint) + "'");
+    }
+  }
+  *key = "imds\n" + endpoint;
+  *provider = std::make_unique<ImdsProvider>(endpoint);
+  return Status::OK();
+}
+
+// --- the cache
+
+CredentialsCache::CredentialsCache(std::unique_ptr<CredentialsProvider> p)
+    : provider_(std::move(p)), name_(provider_->Name()), pid_(::getpid()) {
+  InstallForkHandlers();
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  AllCaches().insert(this);
+}
+
+CredentialsCache::~CredentialsCache() {
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  AllCaches().erase(this);
+}
+
+int CredentialsCache::fetches() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return fetches_;
+}
+
+int64_t CredentialsCache::RefreshAt() const {
+  if (expiration_ == 0) return INT64_MAX;
+  const int64_t lifetime = std::max<int64_t>(0, expiration_ - fetched_at_);
+  return expiration_ - std::min(kRefreshMarginSeconds, lifetime / 2);
+}
+
+Status CredentialsCache::Get(std::shared_ptr<const Credentials>* out) {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    const int64_t now = NowSeconds();
+    const bool valid =
+        current_ != nullptr && (expiration_ == 0 || now < expiration_);
+    if (current_ != nullptr && now < RefreshAt()) {
+      *out = current_;
+      return Status::OK();
+    }
+    if (refreshing_ || now < retry_after_) {
+      if (valid) {
+        *out = current_;
+        return Status::OK();
+      }
+      if (!refreshing_) {
+        return last_error_.WithContext(
+            "no valid AWS credentials (the last fetch failed less than " +
+            std::to_string(kFailureBackoffSeconds) + " s ago)");
+      }
+      done_.wait(lock);  // another thread of this process is fetching
+      continue;
+    }
+    refreshing_ = true;
+    const pid_t pid = ::getpid();
+    lock.unlock();
+    TimedCredentials fresh;
+    Status s = provider_->Fetch(&fresh);
+    const int64_t after = NowSeconds();
+    lock.lock();
+    if (pid_ != pid) {  // fetched in a child forked mid-refresh: recount
+      pid_ = pid;
+      fetches_ = 0;
+    }
+    refreshing_ = false;
+    ++fetches_;
+    if (s.ok() && fresh.expiration != 0 && fresh.expiration <= after) {
+      s = Status::InvalidArgument(provider_->Name() +
+                                  ": expected credentials that expire in the "
+                                  "future; found an Expiration already past");
+    }
+    if (s.ok()) {
+      current_ = std::make_shared<const Credentials>(fresh.credentials);
+      expiration_ = fresh.expiration;
+      fetched_at_ = after;
+      retry_after_ = 0;
+      last_error_ = Status::OK();
+      logged_ = false;
+    } else {
+      last_error_ = s;
+      const bool still_valid =
+          current_ != nullptr && (expiration_ == 0 || after < expiration_);
+      if (still_valid) {
+        // Retry in a quarter of what is left, at least 1 s apart.
+        retry_after_ =
+            after +
+            std::max<int64_t>(1, std::min<int64_t>(kFailureBackoffSeconds * 3,
+                                                   (expiration_ - after) / 4));
+        if (!logged_) {
+          logged_ = true;
+          std::fprintf(stderr,
+                       "ufspack: refreshing AWS credentials failed; using the "
+                       "current ones until they expire in %lld s: %s\n",
+                       static_cast<long long>(expiration_ - after),
+                       std::string(s.message()).c_str());
+        }
+      } else {
+        retry_after_ = after + kFailureBackoffSeconds;
+      }
+    }
+    done_.notify_all();
+  }
+}
+
+void CredentialsCache::PrepareFork() {
+  RegistryMutex().lock();
+  for (CredentialsCache* c : AllCaches()) c->mu_.lock();
+}
+
+void CredentialsCache::ParentAfterFork() {
+  for (CredentialsCache* c : AllCaches()) c->mu_.unlock();
+  RegistryMutex().unlock();
+}
+
+void CredentialsCache::ChildAfterFork() {
+  const pid_t pid = ::getpid();
+  for (CredentialsCache* c : AllCaches()) {
+    // A refresh in flight belonged to a parent thread: forget it, and the
+    // waiters (parent threads) with it.
+    c->refreshing_ = false;
+    new (&c->done_) std::condition_variable();
+    c->pid_ = pid;
+    c->fetches_ = 0;
+    c->logged_ = false;
+    c->mu_.unlock();
+  }
+  RegistryMutex().unlock();
+}
+
+std::shared_ptr<CredentialsCache> SharedCredentialsCache(
+    const std::string& key,
+    const std::function<std::unique_ptr<CredentialsProvider>()>& make) {
+  {
+    std::lock_guard<std::mutex> lock(RegistryMutex());
+    auto it = SharedCaches().find(key);
+    if (it != SharedCaches().end()) return it->second;
+  }
+  auto cache = std::make_shared<CredentialsCache>(make());
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  auto inserted = SharedCaches().emplace(key, cache);
+  return inserted.first->second;
+}
+
+}  // namespace remote
+}  // namespace ufspack
