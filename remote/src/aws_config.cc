@@ -27,6 +27,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <string>
 #include <string_view>
@@ -274,7 +275,9 @@ constexpr UnsupportedSource kUnsupportedSources[] = {
     {"sso_start_url", "IAM Identity Center (SSO)"},
     {"sso_account_id", "IAM Identity Center (SSO)"},
     {"sso_role_name", "IAM Identity Center (SSO)"},
-    {"web_identity_token_file", "web identity federation"},
+    {"web_identity_token_file",
+     "web identity in the credentials file; AWS's tools and ufspack read it "
+     "from the config file only"},
 };
 
 // Reads the settings for one profile; one method per setting so that each
@@ -293,8 +296,8 @@ class Loader {
     Status s = credentials_file_.Load();
     if (s.ok()) s = config_file_.Load();
     if (s.ok()) s = FindProfile(out);
+    if (s.ok()) s = LoadRegion(out);  // web identity's STS endpoint needs it
     if (s.ok()) s = LoadCredentials(out);
-    if (s.ok()) s = LoadRegion(out);
     if (s.ok()) s = LoadEndpoint(out);
     if (s.ok()) s = LoadAddressing(out);
     if (s.ok()) LoadCaBundle(out);
@@ -417,15 +420,9 @@ class Loader {
       out->credentials.session_token = Env("AWS_SESSION_TOKEN");
       return UseStatic(out, "environment");
     }
-    if (!Env("AWS_WEB_IDENTITY_TOKEN_FILE").empty()) {
-      return Status::NotSupported(
-          "AWS_WEB_IDENTITY_TOKEN_FILE is set (web identity federation, "
-          "STS AssumeRoleWithWebIdentity), which ufspack does not support "
-          "yet; export AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and "
-          "AWS_SESSION_TOKEN instead (e.g. from 'aws sts "
-          "assume-role-with-web-identity'), or unset it to use the other "
-          "providers");
-    }
+    bool web_identity = false;
+    UFSPACK_RETURN_IF_ERROR(LoadWebIdentity(out, &web_identity));
+    if (web_identity) return Status::OK();
     const std::pair<const SharedFile*, const Section*> places[] = {
         {&credentials_file_, credentials_section_},
         {&config_file_, config_section_}};
@@ -490,6 +487,72 @@ class Loader {
     out->credentials_source = imds->Name();
     out->provider = std::move(imds);
     return Status::OK();
+  }
+
+  // STS: AWS_ENDPOINT_URL_STS > AWS_ENDPOINT_URL (unless ignored) >
+  // https://sts.REGION.amazonaws.com.
+  std::string StsEndpoint(const AwsSettings& out) const {
+    const std::string ignore =
+        Lower(Env("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"));
+    if (ignore != "true") {
+      for (const char* variable :
+           {"AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL"}) {
+        const std::string url = Env(variable);
+        if (!url.empty()) return url;
+      }
+    }
+    return "https://sts." + out.region + ".amazonaws.com";
+  }
+
+  // Web identity from the environment (AWS_WEB_IDENTITY_TOKEN_FILE +
+  // AWS_ROLE_ARN [+ AWS_ROLE_SESSION_NAME]), else from the profile
+  // (web_identity_token_file + role_arn [+ role_session_name]).
+  Status LoadWebIdentity(AwsSettings* out, bool* used) {
+    *used = false;
+    WebIdentityConfig c;
+    c.token_file = Env("AWS_WEB_IDENTITY_TOKEN_FILE");
+    c.role_arn = Env("AWS_ROLE_ARN");
+    c.session_name = Env("AWS_ROLE_SESSION_NAME");
+    c.source = "the environment";
+    if (c.token_file.empty() && !c.role_arn.empty()) {
+      // AWS_ROLE_ARN alone is not web identity (the SDKs ignore it too).
+      c.role_arn.clear();
+    }
+    if (!c.token_file.empty() && c.role_arn.empty()) {
+      return Status::InvalidArgument(
+          "web identity: AWS_WEB_IDENTITY_TOKEN_FILE is set; expected "
+          "AWS_ROLE_ARN with it (the role to assume); found none");
+    }
+    if (c.token_file.empty() && config_section_ != nullptr) {
+      const Setting* file = config_section_->Find("web_identity_token_file");
+      if (file != nullptr) {
+        const Setting* role = config_section_->Find("role_arn");
+        c.source = config_file_.path() + ":" + std::to_string(file->line) +
+                   " " + config_section_->header;
+        if (role == nullptr) {
+          return Status::InvalidArgument(
+              config_file_.At(file->line) + config_section_->header +
+              ": web_identity_token_file needs role_arn (the role to "
+              "assume) in the same profile; found none");
+        }
+        c.token_file = file->value;
+        c.role_arn = role->value;
+        if (const Setting* name = config_section_->Find("role_session_name")) {
+          c.session_name = name->value;
+        }
+      }
+    }
+    if (c.token_file.empty()) return Status::OK();
+    if (c.session_name.empty()) {
+      c.session_name = "ufspack-session-" + std::to_string(::time(nullptr));
+    }
+    c.sts_endpoint = StsEndpoint(*out);
+    *used = true;
+    const std::string key = "web-identity\n" + c.role_arn + "\n" +
+                            c.token_file + "\n" + c.sts_endpoint + "\n" +
+                            Env("AWS_ROLE_SESSION_NAME");
+    return UseCache(out, SharedCredentialsCache(
+                             key, [&] { return MakeWebIdentityProvider(c); }));
   }
 
   int ProcessTimeout() const {

@@ -5,7 +5,9 @@
 //
 //   credentials  the provider chain, first match wins (docs/remote.md,
 //                "Credentials"): AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY
-//                (+ AWS_SESSION_TOKEN) > the profile's static keys in
+//                (+ AWS_SESSION_TOKEN) > web identity
+//                (AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN, or the
+//                profile's) > the profile's static keys in
 //                AWS_SHARED_CREDENTIALS_FILE (~/.aws/credentials), then in
 //                AWS_CONFIG_FILE (~/.aws/config) > the profile's
 //                credential_process > container credentials
@@ -24,10 +26,9 @@
 //   TLS          AWS_CA_BUNDLE > the profile's ca_bundle
 //
 // Not supported yet (say so in errors and docs): SSO, assume-role
-// profiles (role_arn, credential_source), web identity (in a profile or
-// AWS_WEB_IDENTITY_TOKEN_FILE), IMDSv1.  A profile that uses one of them
-// and has no static keys is an error naming the profile and the key, not
-// a silent fall back to anonymous.
+// profiles (role_arn with source_profile or credential_source), IMDSv1.  A
+// profile that uses one of them and has no static keys is an error naming the
+// profile and the key, not a silent fall back to anonymous.
 //
 // Thread safety: safe to call from any thread; credentials that can expire
 // come from a process-wide CredentialsCache (credentials.h) shared by

@@ -433,16 +433,63 @@ RemoteOptions MetadataOptions() {
 
 Status HttpCall(const std::string& method, const std::string& url,
                 std::vector<Header> headers, const std::string& what,
-                std::string* body) {
+                std::string* body, const std::string& request_body = "") {
   Transfer t;
   t.method = method;
   t.url = url;
   t.display = Redact(url);
   t.headers = std::move(headers);
+  if (!request_body.empty()) {
+    t.upload = request_body.data();
+    t.upload_size = request_body.size();
+  }
   Transfer* list[] = {&t};
   Status s = RunTransfers(list, 1, MetadataOptions());
   if (!s.ok()) return s.WithContext(what);
   *body = std::move(t.body);
+  return Status::OK();
+}
+
+// Reads a one-line secret (a token) from `path`; `what` names the provider
+// and variable for messages, which never show the contents.
+Status ReadTokenFile(const std::string& path, const std::string& what,
+                     std::string* token) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    return Status::InvalidArgument(what + ": expected a readable file; " +
+                                   std::strerror(errno));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > 65536) {
+    ::close(fd);
+    return Status::InvalidArgument(
+        what + ": expected a regular file of at most 65536 bytes");
+  }
+  token->clear();
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n == 0) break;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return Status::InvalidArgument(what + ": " + std::strerror(err));
+    }
+    token->append(buf, static_cast<size_t>(n));
+    if (token->size() > 65536) break;
+  }
+  ::close(fd);
+  while (!token->empty() && (token->back() == '\n' || token->back() == '\r' ||
+                             token->back() == ' ')) {
+    token->pop_back();
+  }
+  if (token->empty() || token->size() > 65536 ||
+      token->find_first_of("\r\n") != std::string::npos) {
+    return Status::InvalidArgument(
+        what + ": expected one line holding the token; found " +
+        (token->empty() ? "an empty file" : "several lines (not shown)"));
+  }
   return Status::OK();
 }
 
@@ -486,46 +533,103 @@ class ContainerProvider final : public CredentialsProvider {
 
  private:
   Status ReadToken(std::string* token) const {
-    const std::string what =
-        Name() + ": AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE " + token_file_;
-    const int fd =
-        ::open(token_file_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-      return Status::InvalidArgument(what + ": expected a readable file; " +
-                                     std::strerror(errno));
-    }
-    struct stat st;
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > 16384) {
-      ::close(fd);
-      return Status::InvalidArgument(
-          what + ": expected a regular file of at most 16384 bytes");
-    }
-    token->clear();
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::read(fd, buf, sizeof(buf))) != 0) {
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        const int err = errno;
-        ::close(fd);
-        return Status::InvalidArgument(what + ": " + std::strerror(err));
-      }
-      token->append(buf, static_cast<size_t>(n));
-    }
-    ::close(fd);
-    while (!token->empty() && (token->back() == '\n' || token->back() == '\r' ||
-                               token->back() == ' ')) {
-      token->pop_back();
-    }
-    if (token->empty() || token->find_first_of("\r\n") != std::string::npos) {
-      return Status::InvalidArgument(
-          what + ": expected one line holding the token; found " +
-          (token->empty() ? "an empty file" : "several lines"));
-    }
-    return Status::OK();
+    return ReadTokenFile(
+        token_file_,
+        Name() + ": AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE " + token_file_,
+        token);
   }
 
   const std::string url_, token_, token_file_;
+};
+
+// --- web identity (STS AssumeRoleWithWebIdentity)
+
+// The text of the first <tag>...</tag> in `xml`, entities decoded.
+bool XmlText(const std::string& xml, const std::string& tag, std::string* out) {
+  const std::string open = "<" + tag + ">", close = "</" + tag + ">";
+  const size_t b = xml.find(open);
+  if (b == std::string::npos) return false;
+  const size_t e = xml.find(close, b + open.size());
+  if (e == std::string::npos) return false;
+  const std::string raw = xml.substr(b + open.size(), e - b - open.size());
+  out->clear();
+  static const std::pair<const char*, char> kEntities[] = {{"&amp;", '&'},
+                                                           {"&lt;", '<'},
+                                                           {"&gt;", '>'},
+                                                           {"&quot;", '"'},
+                                                           {"&apos;", '\''}};
+  for (size_t i = 0; i < raw.size();) {
+    bool replaced = false;
+    if (raw[i] == '&') {
+      for (const auto& [entity, c] : kEntities) {
+        if (raw.compare(i, std::strlen(entity), entity) == 0) {
+          out->push_back(c);
+          i += std::strlen(entity);
+          replaced = true;
+          break;
+        }
+      }
+    }
+    if (!replaced) out->push_back(raw[i++]);
+  }
+  return true;
+}
+
+class WebIdentityProvider final : public CredentialsProvider {
+ public:
+  WebIdentityProvider(WebIdentityConfig c) : c_(std::move(c)) {
+    while (!c_.sts_endpoint.empty() && c_.sts_endpoint.back() == '/') {
+      c_.sts_endpoint.pop_back();
+    }
+  }
+
+  std::string Name() const override {
+    return "web identity (role " + c_.role_arn + ", token file " +
+           c_.token_file + " from " + c_.source + ", STS " + c_.sts_endpoint +
+           ")";
+  }
+
+  Status Fetch(TimedCredentials* out) override {
+    std::string token;
+    UFSPACK_RETURN_IF_ERROR(ReadTokenFile(
+        c_.token_file, Name() + ": token file " + c_.token_file, &token));
+    const std::string body =
+        "Action=AssumeRoleWithWebIdentity&Version=2011-06-15&RoleArn=" +
+        UriEncode(c_.role_arn, false) +
+        "&RoleSessionName=" + UriEncode(c_.session_name, false) +
+        "&WebIdentityToken=" + UriEncode(token, false);
+    std::string response;
+    UFSPACK_RETURN_IF_ERROR(
+        HttpCall("POST", c_.sts_endpoint + "/",
+                 {{"Content-Type", "application/x-www-form-urlencoded"}},
+                 Name() + ": AssumeRoleWithWebIdentity", &response, body));
+    TimedCredentials t;
+    std::string expiration;
+    if (!XmlText(response, "AccessKeyId", &t.credentials.access_key_id) ||
+        !XmlText(response, "SecretAccessKey",
+                 &t.credentials.secret_access_key) ||
+        !XmlText(response, "SessionToken", &t.credentials.session_token) ||
+        !XmlText(response, "Expiration", &expiration) ||
+        t.credentials.access_key_id.empty() ||
+        t.credentials.secret_access_key.empty()) {
+      return Status::IOError(
+          Name() +
+          ": expected an AssumeRoleWithWebIdentityResponse with "
+          "AccessKeyId, SecretAccessKey, SessionToken and Expiration; found "
+          "a response without them (not shown)");
+    }
+    if (!ParseIso8601(expiration, &t.expiration)) {
+      return Status::IOError(Name() +
+                             ": expected Expiration as an ISO 8601 "
+                             "time; found '" +
+                             expiration + "'");
+    }
+    *out = std::move(t);
+    return Status::OK();
+  }
+
+ private:
+  WebIdentityConfig c_;
 };
 
 // --- IMDSv2
@@ -765,6 +869,11 @@ Status MakeContainerProvider(const EnvLookup& env,
   return Status::OK();
 }
 
+std::unique_ptr<CredentialsProvider> MakeWebIdentityProvider(
+    const WebIdentityConfig& config) {
+  return std::make_unique<WebIdentityProvider>(config);
+}
+
 Status MakeImdsProvider(const EnvLookup& env,
                         std::unique_ptr<CredentialsProvider>* provider,
                         std::string* key) {
@@ -905,6 +1014,13 @@ Status CredentialsCache::Get(std::shared_ptr<const Credentials>* out) {
       }
     }
     done_.notify_all();
+    // This thread's fetch is its answer: the new credentials, the old ones
+    // while still valid, or the fetch's own error.
+    if (current_ != nullptr && (expiration_ == 0 || after < expiration_)) {
+      *out = current_;
+      return Status::OK();
+    }
+    return s;
   }
 }
 

@@ -1,11 +1,11 @@
 // Copyright 2026 The ufspack Authors.
 //
 // AWS credentials that change while a process runs: providers that fetch
-// them (an external credential_process, the ECS/EKS container endpoint,
-// EC2's instance metadata service IMDSv2) and a cache that hands the
-// current ones to every request, refreshing them before they expire.
-// aws_config.cc decides which provider a profile uses (the chain and its
-// order are documented in docs/remote.md, "Credentials").
+// them (an external credential_process, STS AssumeRoleWithWebIdentity, the
+// ECS/EKS container endpoint, EC2's instance metadata service IMDSv2) and a
+// cache that hands the current ones to every request, refreshing them before
+// they expire. aws_config.cc decides which provider a profile uses (the chain
+// and its order are documented in docs/remote.md, "Credentials").
 //
 // Refresh: credentials that expire at E, fetched at F, are used until
 //   E - min(kRefreshMarginSeconds, (E - F) / 2)
@@ -94,6 +94,20 @@ std::unique_ptr<CredentialsProvider> MakeProcessProvider(
 Status MakeContainerProvider(const EnvLookup& env,
                              std::unique_ptr<CredentialsProvider>* provider,
                              std::string* key);
+
+// STS AssumeRoleWithWebIdentity (EKS IRSA, GitHub OIDC, ...): the token
+// is read from `token_file` at every fetch and sent, unsigned, to
+// POST `sts_endpoint`/ with the role and session name; the response's
+// Credentials expire at their Expiration.
+struct WebIdentityConfig {
+  std::string role_arn;
+  std::string session_name;
+  std::string token_file;
+  std::string sts_endpoint;  // "https://sts.us-east-1.amazonaws.com"
+  std::string source;        // for messages: "the environment", "file:line"
+};
+std::unique_ptr<CredentialsProvider> MakeWebIdentityProvider(
+    const WebIdentityConfig& config);
 
 // EC2 instance metadata, IMDSv2 only: PUT /latest/api/token, then GET
 // /latest/meta-data/iam/security-credentials/ and .../<role>.  Endpoint

@@ -329,8 +329,8 @@ TEST_F(AwsConfigTest, MissingNamedProfileNamesBothFiles) {
 
 TEST_F(AwsConfigTest, UnsupportedCredentialSourcesAreErrors) {
   // (credential_process is supported: credentials_test.cc.)
-  const char* const keys[] = {"role_arn", "sso_session", "sso_start_url",
-                              "web_identity_token_file"};
+  // (web_identity_token_file without role_arn: its own error, below.)
+  const char* const keys[] = {"role_arn", "sso_session", "sso_start_url"};
   for (const char* key : keys) {
     SCOPED_TRACE(key);
     WriteConfig(std::string("[profile work]\nregion = us-east-2\n") + key +
@@ -347,6 +347,13 @@ TEST_F(AwsConfigTest, UnsupportedCredentialSourcesAreErrors) {
                          "work --format env"))
         << msg;
   }
+  WriteConfig("[profile work]\nweb_identity_token_file = /t\n");
+  const std::string web = LoadError();
+  EXPECT_TRUE(Contains(web, ConfigPath() +
+                                ":2: [profile work]: "
+                                "web_identity_token_file needs role_arn"))
+      << web;
+  WriteConfig("[profile work]\nrole_arn = something\n");
   // With keys in the environment, or static keys in the profile, there is
   // nothing to complain about.
   SetEnv("AWS_ACCESS_KEY_ID", "AKIDENV");

@@ -10,6 +10,8 @@ One HTTP/1.1 server (standard library only) that plays three parts:
               without one: 401, as IMDS with IMDSv1 disabled)
   container   GET /container/creds (needs "Authorization: <--auth-token>"
               when one is given)
+  STS         POST / Action=AssumeRoleWithWebIdentity (needs
+              WebIdentityToken=<--web-token>, RoleArn, RoleSessionName)
   S3          GET/HEAD /BUCKET/KEY of one object (--object), byte ranges,
               answering only requests SigV4-signed with credentials this
               server issued and that have not expired (403 otherwise)
@@ -22,6 +24,7 @@ after they are issued.  Control:
                         "error" (credential endpoints answer 500)
 
     credserver.py --object FILE --port-file FILE [--lifetime S] [--auth-token T]
+                  [--web-token T]
 
 Prints one line of JSON, {"url": "http://127.0.0.1:PORT", "pid": PID}, once
 it listens (to stdout and --port-file), then serves until killed.
@@ -54,6 +57,7 @@ class State:
         self.lock = threading.Lock()
         self.lifetime = lifetime
         self.auth_token = auth_token
+        self.web_token = ""
         self.data = data
         self.mode = "ok"
         self.imds_tokens: set[str] = set()
@@ -142,7 +146,34 @@ class Handler(http.server.BaseHTTPRequestHandler):
             STATE.mode = body.strip()
             self._send(200, b"ok")
             return
+        if self.path == "/":
+            self._sts(dict(urllib.parse.parse_qsl(body, keep_blank_values=True)))
+            return
         self._send(404, b"")
+
+    def _sts(self, form: dict) -> None:
+        STATE.count("sts")
+        if self._credential_mode():
+            return
+        if form.get("Action") != "AssumeRoleWithWebIdentity" or not form.get("RoleArn") \
+                or not form.get("RoleSessionName"):
+            self._send(400, b"<ErrorResponse><Error><Code>InvalidParameter</Code>"
+                            b"<Message>bad request</Message></Error></ErrorResponse>")
+            return
+        if form.get("WebIdentityToken") != STATE.web_token:
+            self._send(400, b"<ErrorResponse><Error><Code>InvalidIdentityToken</Code>"
+                            b"<Message>the token is not valid</Message></Error></ErrorResponse>")
+            return
+        c = STATE.issue()
+        xml = ("<AssumeRoleWithWebIdentityResponse><AssumeRoleWithWebIdentityResult>"
+               f"<Credentials><AccessKeyId>{c['AccessKeyId']}</AccessKeyId>"
+               f"<SecretAccessKey>{c['SecretAccessKey']}</SecretAccessKey>"
+               f"<SessionToken>{c['Token']}</SessionToken>"
+               f"<Expiration>{c['Expiration']}</Expiration></Credentials>"
+               f"<AssumedRoleUser><Arn>{form['RoleArn']}/{form['RoleSessionName']}</Arn>"
+               "</AssumedRoleUser></AssumeRoleWithWebIdentityResult>"
+               "</AssumeRoleWithWebIdentityResponse>")
+        self._send(200, xml.encode())
 
     def do_HEAD(self) -> None:
         self.do_GET()
@@ -266,9 +297,11 @@ def main() -> int:
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--lifetime", type=float, default=4.0)
     ap.add_argument("--auth-token", default="")
+    ap.add_argument("--web-token", default="")
     args = ap.parse_args()
     with open(args.object, "rb") as f:
         STATE = State(args.lifetime, args.auth_token, f.read())
+    STATE.web_token = args.web_token
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     line = json.dumps({"url": f"http://127.0.0.1:{server.server_address[1]}",
