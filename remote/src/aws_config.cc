@@ -269,8 +269,6 @@ struct UnsupportedSource {
   const char* what;
 };
 constexpr UnsupportedSource kUnsupportedSources[] = {
-    {"role_arn", "assume role"},
-    {"credential_source", "assume role"},
     {"sso_session", "IAM Identity Center (SSO)"},
     {"sso_start_url", "IAM Identity Center (SSO)"},
     {"sso_account_id", "IAM Identity Center (SSO)"},
@@ -420,9 +418,11 @@ class Loader {
       out->credentials.session_token = Env("AWS_SESSION_TOKEN");
       return UseStatic(out, "environment");
     }
-    bool web_identity = false;
-    UFSPACK_RETURN_IF_ERROR(LoadWebIdentity(out, &web_identity));
-    if (web_identity) return Status::OK();
+    bool used = false;
+    UFSPACK_RETURN_IF_ERROR(LoadWebIdentity(out, &used));
+    if (used) return Status::OK();
+    UFSPACK_RETURN_IF_ERROR(LoadAssumeRole(out, &used));
+    if (used) return Status::OK();
     const std::pair<const SharedFile*, const Section*> places[] = {
         {&credentials_file_, credentials_section_},
         {&config_file_, config_section_}};
@@ -553,6 +553,197 @@ class Loader {
                             Env("AWS_ROLE_SESSION_NAME");
     return UseCache(out, SharedCredentialsCache(
                              key, [&] { return MakeWebIdentityProvider(c); }));
+  }
+
+  // A profile with role_arn + source_profile or credential_source (in the
+  // config file): STS AssumeRole signed with the source's credentials.
+  Status LoadAssumeRole(AwsSettings* out, bool* used) {
+    *used = false;
+    if (config_section_ == nullptr) return Status::OK();
+    const Section& section = *config_section_;
+    const Setting* role = section.Find("role_arn");
+    const Setting* source_profile = section.Find("source_profile");
+    const Setting* credential_source = section.Find("credential_source");
+    if (role == nullptr) {
+      const Setting* orphan =
+          source_profile != nullptr ? source_profile : credential_source;
+      if (orphan == nullptr) return Status::OK();
+      return Status::InvalidArgument(
+          config_file_.At(orphan->line) + section.header + ": " +
+          (orphan == source_profile ? "source_profile" : "credential_source") +
+          " needs role_arn (the role to assume) in the same profile; found "
+          "none");
+    }
+    const std::string where = config_file_.At(role->line) + section.header;
+    if (source_profile == nullptr && credential_source == nullptr) {
+      return Status::InvalidArgument(
+          where +
+          ": role_arn needs source_profile or credential_source (the "
+          "credentials that assume the role), or "
+          "web_identity_token_file; found none");
+    }
+    if (source_profile != nullptr && credential_source != nullptr) {
+      return Status::InvalidArgument(
+          where +
+          ": expected one of source_profile and credential_source; "
+          "found both");
+    }
+    if (section.Find("mfa_serial") != nullptr) {
+      return Status::NotSupported(
+          where +
+          ": mfa_serial (a prompt for an MFA code) is not supported; "
+          "export temporary credentials instead, e.g. eval \"$(aws "
+          "configure export-credentials --profile " +
+          out->profile + " --format env)\"");
+    }
+    AssumeRoleConfig c;
+    c.role_arn = role->value;
+    c.source = config_file_.path() + ":" + std::to_string(role->line) + " " +
+               section.header;
+    if (const Setting* name = section.Find("role_session_name")) {
+      c.session_name = name->value;
+    } else {
+      c.session_name = "ufspack-session-" + std::to_string(::time(nullptr));
+    }
+    if (const Setting* id = section.Find("external_id"))
+      c.external_id = id->value;
+    if (const Setting* d = section.Find("duration_seconds")) {
+      char* end = nullptr;
+      const long v = std::strtol(d->value.c_str(), &end, 10);
+      if (*end != '\0' || v < 900 || v > 43200) {
+        return Status::InvalidArgument(
+            config_file_.At(d->line) + section.header +
+            " duration_seconds: expected 900 to 43200; found '" + d->value +
+            "'");
+      }
+      c.duration_seconds = static_cast<int>(v);
+    }
+    c.sts_endpoint = StsEndpoint(*out);
+    c.region = out->region;
+    std::string source_key;
+    if (source_profile != nullptr) {
+      UFSPACK_RETURN_IF_ERROR(SourceProfile(
+          source_profile->value, where, &c.source_credentials, &source_key));
+    } else {
+      UFSPACK_RETURN_IF_ERROR(CredentialSource(
+          credential_source->value, where, &c.source_credentials, &source_key));
+    }
+    *used = true;
+    const std::string key =
+        "assume-role\n" + c.role_arn + "\n" + c.session_name + "\n" +
+        c.external_id + "\n" + std::to_string(c.duration_seconds) + "\n" +
+        c.sts_endpoint + "\n" + c.region + "\n" + c.source + "\n" + source_key;
+    return UseCache(out, SharedCredentialsCache(
+                             key, [&] { return MakeAssumeRoleProvider(c); }));
+  }
+
+  // The credentials of `name`, a source_profile: its static keys or its
+  // credential_process (a profile that itself assumes a role is not
+  // supported yet).
+  Status SourceProfile(const std::string& name, const std::string& where,
+                       std::shared_ptr<CredentialsCache>* cache,
+                       std::string* key) {
+    const Section* in_credentials = credentials_file_.Profile(name);
+    const Section* in_config = config_file_.Profile(name);
+    if (in_credentials == nullptr && in_config == nullptr) {
+      return Status::InvalidArgument(
+          where + ": source_profile '" + name + "': expected [" + name +
+          "] in " + Describe(credentials_file_) + " or [" +
+          (name == kDefaultProfile ? name : "profile " + name) + "] in " +
+          Describe(config_file_) + "; found neither");
+    }
+    const std::pair<const SharedFile*, const Section*> places[] = {
+        {&credentials_file_, in_credentials}, {&config_file_, in_config}};
+    for (const auto& [file, section] : places) {
+      Credentials keys;
+      bool found = false;
+      UFSPACK_RETURN_IF_ERROR(KeysFrom(*file, section, &keys, &found));
+      if (!found) continue;
+      const std::string source = file->path() + " " + section->header;
+      *key = "static\n" + source + "\n" + keys.access_key_id + "\n" +
+             Sha256Hex(keys.secret_access_key + "\n" + keys.session_token);
+      *cache =
+          std::make_shared<CredentialsCache>(MakeStaticProvider(keys, source));
+      return Status::OK();
+    }
+    const std::pair<const SharedFile*, const Section*> process_places[] = {
+        {&config_file_, in_config}, {&credentials_file_, in_credentials}};
+    for (const auto& [file, section] : process_places) {
+      const Setting* process =
+          section != nullptr ? section->Find("credential_process") : nullptr;
+      if (process == nullptr) continue;
+      const std::string at = file->path() + ":" +
+                             std::to_string(process->line) + " " +
+                             section->header;
+      const std::string command = process->value;
+      const int timeout = ProcessTimeout();
+      *key = "process\n" + command + "\n" + name + "\n" + at + "\n" +
+             std::to_string(timeout);
+      *cache = SharedCredentialsCache(*key, [&] {
+        return MakeProcessProvider(command, name, at, timeout);
+      });
+      return Status::OK();
+    }
+    if (in_config != nullptr && in_config->Find("role_arn") != nullptr) {
+      return Status::NotSupported(
+          where + ": source_profile '" + name +
+          "' assumes a role itself; chained roles are not supported yet");
+    }
+    return Status::InvalidArgument(
+        where + ": source_profile '" + name +
+        "': expected aws_access_key_id and aws_secret_access_key, or "
+        "credential_process; found neither");
+  }
+
+  // credential_source = Environment | EcsContainer | Ec2InstanceMetadata.
+  Status CredentialSource(const std::string& value, const std::string& where,
+                          std::shared_ptr<CredentialsCache>* cache,
+                          std::string* key) {
+    std::unique_ptr<CredentialsProvider> provider;
+    if (value == "Environment") {
+      Credentials keys;
+      keys.access_key_id = Env("AWS_ACCESS_KEY_ID");
+      keys.secret_access_key = Env("AWS_SECRET_ACCESS_KEY");
+      keys.session_token = Env("AWS_SESSION_TOKEN");
+      if (keys.access_key_id.empty() || keys.secret_access_key.empty()) {
+        return Status::InvalidArgument(
+            where +
+            ": credential_source = Environment: expected "
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; found "
+            "them missing");
+      }
+      *key = "static\nenvironment\n" + keys.access_key_id + "\n" +
+             Sha256Hex(keys.secret_access_key + "\n" + keys.session_token);
+      *cache = std::make_shared<CredentialsCache>(
+          MakeStaticProvider(keys, "environment"));
+      return Status::OK();
+    }
+    if (value == "EcsContainer") {
+      UFSPACK_RETURN_IF_ERROR(MakeContainerProvider(env_, &provider, key));
+      if (provider == nullptr) {
+        return Status::InvalidArgument(
+            where +
+            ": credential_source = EcsContainer: expected "
+            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or "
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI; found neither");
+      }
+    } else if (value == "Ec2InstanceMetadata") {
+      UFSPACK_RETURN_IF_ERROR(MakeImdsProvider(env_, &provider, key));
+      if (provider == nullptr) {
+        return Status::InvalidArgument(
+            where +
+            ": credential_source = Ec2InstanceMetadata, but "
+            "AWS_EC2_METADATA_DISABLED is true");
+      }
+    } else {
+      return Status::InvalidArgument(
+          where +
+          ": credential_source: expected Environment, EcsContainer "
+          "or Ec2InstanceMetadata; found '" +
+          value + "'");
+    }
+    *cache = SharedCredentialsCache(*key, [&] { return std::move(provider); });
+    return Status::OK();
   }
 
   int ProcessTimeout() const {

@@ -7,7 +7,9 @@
 //                "Credentials"): AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY
 //                (+ AWS_SESSION_TOKEN) > web identity
 //                (AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN, or the
-//                profile's) > the profile's static keys in
+//                profile's) > assume role (the config profile's
+//                role_arn + source_profile / credential_source) > the
+//                profile's static keys in
 //                AWS_SHARED_CREDENTIALS_FILE (~/.aws/credentials), then in
 //                AWS_CONFIG_FILE (~/.aws/config) > the profile's
 //                credential_process > container credentials
@@ -25,8 +27,8 @@
 //                path style with a custom endpoint)
 //   TLS          AWS_CA_BUNDLE > the profile's ca_bundle
 //
-// Not supported yet (say so in errors and docs): SSO, assume-role
-// profiles (role_arn with source_profile or credential_source), IMDSv1.  A
+// Not supported yet (say so in errors and docs): SSO, chained roles (a
+// source_profile that assumes a role), mfa_serial, IMDSv1.  A
 // profile that uses one of them and has no static keys is an error naming the
 // profile and the key, not a silent fall back to anonymous.
 //

@@ -575,6 +575,41 @@ bool XmlText(const std::string& xml, const std::string& tag, std::string* out) {
   return true;
 }
 
+// The Credentials of an STS AssumeRole* response.
+Status StsCredentials(const std::string& response, const std::string& name,
+                      const std::string& action, TimedCredentials* out) {
+  TimedCredentials t;
+  std::string expiration;
+  if (!XmlText(response, "AccessKeyId", &t.credentials.access_key_id) ||
+      !XmlText(response, "SecretAccessKey", &t.credentials.secret_access_key) ||
+      !XmlText(response, "SessionToken", &t.credentials.session_token) ||
+      !XmlText(response, "Expiration", &expiration) ||
+      t.credentials.access_key_id.empty() ||
+      t.credentials.secret_access_key.empty()) {
+    return Status::IOError(name + ": expected an " + action +
+                           "Response with AccessKeyId, SecretAccessKey, "
+                           "SessionToken and Expiration; found a response "
+                           "without them (not shown)");
+  }
+  if (!ParseIso8601(expiration, &t.expiration)) {
+    return Status::IOError(name +
+                           ": expected Expiration as an ISO 8601 time; "
+                           "found '" +
+                           expiration + "'");
+  }
+  *out = std::move(t);
+  return Status::OK();
+}
+
+std::string FormEncode(const std::vector<Header>& fields) {
+  std::string body;
+  for (const Header& f : fields) {
+    if (!body.empty()) body += "&";
+    body += UriEncode(f.first, false) + "=" + UriEncode(f.second, false);
+  }
+  return body;
+}
+
 class WebIdentityProvider final : public CredentialsProvider {
  public:
   WebIdentityProvider(WebIdentityConfig c) : c_(std::move(c)) {
@@ -603,33 +638,73 @@ class WebIdentityProvider final : public CredentialsProvider {
         HttpCall("POST", c_.sts_endpoint + "/",
                  {{"Content-Type", "application/x-www-form-urlencoded"}},
                  Name() + ": AssumeRoleWithWebIdentity", &response, body));
-    TimedCredentials t;
-    std::string expiration;
-    if (!XmlText(response, "AccessKeyId", &t.credentials.access_key_id) ||
-        !XmlText(response, "SecretAccessKey",
-                 &t.credentials.secret_access_key) ||
-        !XmlText(response, "SessionToken", &t.credentials.session_token) ||
-        !XmlText(response, "Expiration", &expiration) ||
-        t.credentials.access_key_id.empty() ||
-        t.credentials.secret_access_key.empty()) {
-      return Status::IOError(
-          Name() +
-          ": expected an AssumeRoleWithWebIdentityResponse with "
-          "AccessKeyId, SecretAccessKey, SessionToken and Expiration; found "
-          "a response without them (not shown)");
-    }
-    if (!ParseIso8601(expiration, &t.expiration)) {
-      return Status::IOError(Name() +
-                             ": expected Expiration as an ISO 8601 "
-                             "time; found '" +
-                             expiration + "'");
-    }
-    *out = std::move(t);
-    return Status::OK();
+    return StsCredentials(response, Name(), "AssumeRoleWithWebIdentity", out);
   }
 
  private:
   WebIdentityConfig c_;
+};
+
+// --- assume role (STS AssumeRole signed with the source credentials)
+
+class AssumeRoleProvider final : public CredentialsProvider {
+ public:
+  explicit AssumeRoleProvider(AssumeRoleConfig c) : c_(std::move(c)) {
+    while (!c_.sts_endpoint.empty() && c_.sts_endpoint.back() == '/') {
+      c_.sts_endpoint.pop_back();
+    }
+  }
+
+  std::string Name() const override {
+    return "assume role (role " + c_.role_arn + " from " + c_.source +
+           ", source credentials: " + c_.source_credentials->Name() + ", STS " +
+           c_.sts_endpoint + ")";
+  }
+
+  Status Fetch(TimedCredentials* out) override {
+    std::shared_ptr<const Credentials> source;
+    Status s = c_.source_credentials->Get(&source);
+    if (!s.ok()) return s.WithContext(Name() + ": source credentials");
+    std::vector<Header> form = {{"Action", "AssumeRole"},
+                                {"Version", "2011-06-15"},
+                                {"RoleArn", c_.role_arn},
+                                {"RoleSessionName", c_.session_name}};
+    if (!c_.external_id.empty())
+      form.emplace_back("ExternalId", c_.external_id);
+    if (c_.duration_seconds > 0) {
+      form.emplace_back("DurationSeconds", std::to_string(c_.duration_seconds));
+    }
+    const std::string body = FormEncode(form);
+    const size_t sep = c_.sts_endpoint.find("://");
+    const std::string rest = sep == std::string::npos
+                                 ? c_.sts_endpoint
+                                 : c_.sts_endpoint.substr(sep + 3);
+    const size_t slash = rest.find('/');
+    const std::string host = rest.substr(0, slash);
+    const std::string path =
+        slash == std::string::npos ? "/" : rest.substr(slash) + "/";
+    SigningRequest req;
+    req.method = "POST";
+    req.path = path;
+    req.headers = {{"host", host},
+                   {"content-type", "application/x-www-form-urlencoded"}};
+    req.payload_hash = Sha256Hex(body);
+    SigningScope scope;
+    scope.region = c_.region;
+    scope.service = "sts";
+    scope.amz_date = AmzDateNow();
+    scope.s3 = false;
+    std::vector<Header> headers = {
+        {"Host", host}, {"Content-Type", "application/x-www-form-urlencoded"}};
+    for (Header& h : Sign(req, *source, scope)) headers.push_back(std::move(h));
+    std::string response;
+    UFSPACK_RETURN_IF_ERROR(HttpCall("POST", c_.sts_endpoint + "/", headers,
+                                     Name() + ": AssumeRole", &response, body));
+    return StsCredentials(response, Name(), "AssumeRole", out);
+  }
+
+ private:
+  AssumeRoleConfig c_;
 };
 
 // --- IMDSv2
@@ -872,6 +947,11 @@ Status MakeContainerProvider(const EnvLookup& env,
 std::unique_ptr<CredentialsProvider> MakeWebIdentityProvider(
     const WebIdentityConfig& config) {
   return std::make_unique<WebIdentityProvider>(config);
+}
+
+std::unique_ptr<CredentialsProvider> MakeAssumeRoleProvider(
+    const AssumeRoleConfig& config) {
+  return std::make_unique<AssumeRoleProvider>(config);
 }
 
 Status MakeImdsProvider(const EnvLookup& env,

@@ -1,11 +1,12 @@
 // Copyright 2026 The ufspack Authors.
 //
 // AWS credentials that change while a process runs: providers that fetch
-// them (an external credential_process, STS AssumeRoleWithWebIdentity, the
-// ECS/EKS container endpoint, EC2's instance metadata service IMDSv2) and a
-// cache that hands the current ones to every request, refreshing them before
-// they expire. aws_config.cc decides which provider a profile uses (the chain
-// and its order are documented in docs/remote.md, "Credentials").
+// them (an external credential_process, STS AssumeRoleWithWebIdentity and
+// AssumeRole, the ECS/EKS container endpoint, EC2's instance metadata
+// service IMDSv2) and a cache that hands the current ones to every
+// request, refreshing them before they expire.  aws_config.cc decides
+// which provider a profile uses (the chain and its order are documented in
+// docs/remote.md, "Credentials").
 //
 // Refresh: credentials that expire at E, fetched at F, are used until
 //   E - min(kRefreshMarginSeconds, (E - F) / 2)
@@ -108,6 +109,23 @@ struct WebIdentityConfig {
 };
 std::unique_ptr<CredentialsProvider> MakeWebIdentityProvider(
     const WebIdentityConfig& config);
+
+// STS AssumeRole: POST `sts_endpoint`/ signed (SigV4, service "sts") with
+// the current credentials of `source_credentials`, which are fetched (and
+// refreshed) through their own cache.
+class CredentialsCache;
+struct AssumeRoleConfig {
+  std::string role_arn;
+  std::string session_name;
+  std::string external_id;   // empty: none
+  int duration_seconds = 0;  // 0: STS's default (1 hour)
+  std::string sts_endpoint;
+  std::string region;  // the signing region
+  std::string source;  // for messages: "file:line [profile dev]"
+  std::shared_ptr<CredentialsCache> source_credentials;
+};
+std::unique_ptr<CredentialsProvider> MakeAssumeRoleProvider(
+    const AssumeRoleConfig& config);
 
 // EC2 instance metadata, IMDSv2 only: PUT /latest/api/token, then GET
 // /latest/meta-data/iam/security-credentials/ and .../<role>.  Endpoint

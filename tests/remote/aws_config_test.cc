@@ -330,7 +330,8 @@ TEST_F(AwsConfigTest, MissingNamedProfileNamesBothFiles) {
 TEST_F(AwsConfigTest, UnsupportedCredentialSourcesAreErrors) {
   // (credential_process is supported: credentials_test.cc.)
   // (web_identity_token_file without role_arn: its own error, below.)
-  const char* const keys[] = {"role_arn", "sso_session", "sso_start_url"};
+  // (role_arn: assume role, credentials_test.cc; alone, its own error.)
+  const char* const keys[] = {"sso_session", "sso_start_url"};
   for (const char* key : keys) {
     SCOPED_TRACE(key);
     WriteConfig(std::string("[profile work]\nregion = us-east-2\n") + key +
@@ -353,7 +354,7 @@ TEST_F(AwsConfigTest, UnsupportedCredentialSourcesAreErrors) {
                                 ":2: [profile work]: "
                                 "web_identity_token_file needs role_arn"))
       << web;
-  WriteConfig("[profile work]\nrole_arn = something\n");
+  WriteConfig("[profile work]\nsso_start_url = something\n");
   // With keys in the environment, or static keys in the profile, there is
   // nothing to complain about.
   SetEnv("AWS_ACCESS_KEY_ID", "AKIDENV");

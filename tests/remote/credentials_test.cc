@@ -383,7 +383,8 @@ class CredServer {
  public:
   CredServer(const TempDir& dir, const std::string& object, double lifetime,
              const std::string& auth_token = "",
-             const std::string& web_token = "") {
+             const std::string& web_token = "",
+             const std::string& source_key = "") {
     WriteFile(dir / "object.bin", object);
     const std::string ready = dir / "credserver.json";
     std::vector<std::string> argv = {
@@ -402,6 +403,10 @@ class CredServer {
     if (!web_token.empty()) {
       argv.push_back("--web-token");
       argv.push_back(web_token);
+    }
+    if (!source_key.empty()) {
+      argv.push_back("--source-key");
+      argv.push_back(source_key);
     }
     url_ = test::JsonField(
         process_.Start(argv, dir / "credserver.log", ready, 30), "url");
@@ -696,6 +701,86 @@ TEST(WebIdentityTest, StsCredentialsSignRequestsAndFailuresNameTheRole) {
   std::string got;
   s = ReadRange(from_profile, 0, 10, &got);
   EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+TEST(AssumeRoleTest, SourceProfileKeysSignAssumeRoleAcrossExpiries) {
+  TempDir dir;
+  const std::string object = MakeObject();
+  CredServer server(dir, object, 3, "", "",
+                    std::string("AKIDSOURCE:") + kPlantedSecret);
+  ASSERT_FALSE(server.url().empty());
+  WriteFile(dir / ".aws/credentials",
+            std::string("[base]\naws_access_key_id = AKIDSOURCE\n"
+                        "aws_secret_access_key = ") +
+                kPlantedSecret +
+                "\n[badbase]\naws_access_key_id = AKIDSOURCE\n"
+                "aws_secret_access_key = wrong" +
+                kPlantedSecret + "\n");
+  WriteFile(dir / ".aws/config",
+            "[profile dev]\nrole_arn = arn:aws:iam::123456789012:role/dev\n"
+            "source_profile = base\nrole_session_name = s1\n"
+            "[profile devbad]\nrole_arn = arn:aws:iam::123456789012:role/dev\n"
+            "source_profile = badbase\n"
+            "[profile lonely]\nrole_arn = arn:aws:iam::123456789012:role/x\n"
+            "[profile chained]\nrole_arn = arn:aws:iam::123456789012:role/y\n"
+            "source_profile = dev\n"
+            "[profile nosource]\nrole_arn = arn:aws:iam::123456789012:role/z\n"
+            "source_profile = ghost\n");
+  FakeEnv env(dir.path());
+  env.Set("AWS_PROFILE", "dev");
+  env.Set("AWS_ENDPOINT_URL", server.url());  // S3 and STS
+  auto settings = std::make_shared<AwsSettings>();
+  Status s = LoadAwsSettings(env.Lookup(), settings.get());
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(Contains(settings->credentials_source,
+                       "assume role (role arn:aws:iam::123456789012:role/dev "
+                       "from " +
+                           (dir / ".aws/config") + ":2 [profile dev]"))
+      << settings->credentials_source;
+  const auto start = std::chrono::steady_clock::now();
+  int reads = 0;
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(5)) {
+    std::string got;
+    Status r = ReadRange(settings, 300, 3000, &got);
+    ASSERT_TRUE(r.ok()) << r.ToString();
+    ASSERT_EQ(got, object.substr(300, 3000));
+    ++reads;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_GT(reads, 20);
+  EXPECT_GE(server.Count("assume_role_ok"), 2);  // refreshed past expiry
+  EXPECT_LE(server.Count("assume_role_ok"), 5);
+  EXPECT_EQ(server.Count("sts"), server.Count("assume_role_ok"));
+  EXPECT_EQ(server.Count("s3_denied"), 0);
+  EXPECT_FALSE(Contains(settings->Describe(), kPlantedSecret));
+
+  AwsSettings bad;
+  env.Set("AWS_PROFILE", "devbad");
+  s = LoadAwsSettings(env.Lookup(), &bad);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(Contains(s,
+                       "assume role (role arn:aws:iam::123456789012:role/"
+                       "dev from " +
+                           (dir / ".aws/config") + ":6 [profile devbad]"))
+      << s.ToString();
+  EXPECT_TRUE(Contains(s, "SignatureDoesNotMatch")) << s.ToString();
+  EXPECT_FALSE(Contains(s, kPlantedSecret)) << s.ToString();
+
+  env.Set("AWS_PROFILE", "lonely");
+  s = LoadAwsSettings(env.Lookup(), &bad);
+  EXPECT_TRUE(Contains(s,
+                       "[profile lonely]: role_arn needs source_profile "
+                       "or credential_source"))
+      << s.ToString();
+  env.Set("AWS_PROFILE", "chained");
+  s = LoadAwsSettings(env.Lookup(), &bad);
+  EXPECT_TRUE(s.IsNotSupported()) << s.ToString();
+  EXPECT_TRUE(Contains(s, "source_profile 'dev' assumes a role itself"))
+      << s.ToString();
+  env.Set("AWS_PROFILE", "nosource");
+  s = LoadAwsSettings(env.Lookup(), &bad);
+  EXPECT_TRUE(Contains(s, "source_profile 'ghost': expected [ghost] in "))
+      << s.ToString();
 }
 
 }  // namespace

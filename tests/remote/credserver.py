@@ -11,7 +11,9 @@ One HTTP/1.1 server (standard library only) that plays three parts:
   container   GET /container/creds (needs "Authorization: <--auth-token>"
               when one is given)
   STS         POST / Action=AssumeRoleWithWebIdentity (needs
-              WebIdentityToken=<--web-token>, RoleArn, RoleSessionName)
+              WebIdentityToken=<--web-token>, RoleArn, RoleSessionName);
+              Action=AssumeRole, SigV4-signed (service sts) with the
+              --source-key ID:SECRET
   S3          GET/HEAD /BUCKET/KEY of one object (--object), byte ranges,
               answering only requests SigV4-signed with credentials this
               server issued and that have not expired (403 otherwise)
@@ -24,7 +26,7 @@ after they are issued.  Control:
                         "error" (credential endpoints answer 500)
 
     credserver.py --object FILE --port-file FILE [--lifetime S] [--auth-token T]
-                  [--web-token T]
+                  [--web-token T] [--source-key ID:SECRET]
 
 Prints one line of JSON, {"url": "http://127.0.0.1:PORT", "pid": PID}, once
 it listens (to stdout and --port-file), then serves until killed.
@@ -58,6 +60,8 @@ class State:
         self.lifetime = lifetime
         self.auth_token = auth_token
         self.web_token = ""
+        self.source_key = ""
+        self.source_secret = ""
         self.data = data
         self.mode = "ok"
         self.imds_tokens: set[str] = set()
@@ -141,7 +145,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         n = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(n).decode()
+        raw = self.rfile.read(n)
+        self._body_hash = hashlib.sha256(raw).hexdigest()
+        body = raw.decode()
         if self.path == "/control/mode":
             STATE.mode = body.strip()
             self._send(200, b"ok")
@@ -154,6 +160,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def _sts(self, form: dict) -> None:
         STATE.count("sts")
         if self._credential_mode():
+            return
+        if form.get("Action") == "AssumeRole":
+            self._assume_role(form)
             return
         if form.get("Action") != "AssumeRoleWithWebIdentity" or not form.get("RoleArn") \
                 or not form.get("RoleSessionName"):
@@ -220,6 +229,74 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         self._send(404, b"")
 
+    def _assume_role(self, form: dict) -> None:
+        why = self._check_sigv4("sts", self._body_hash)
+        if why:
+            STATE.fail(why)
+            self._send(403, f"<ErrorResponse><Error><Code>SignatureDoesNotMatch</Code>"
+                            f"<Message>{why}</Message></Error></ErrorResponse>".encode())
+            return
+        if not form.get("RoleArn") or not form.get("RoleSessionName"):
+            self._send(400, b"<ErrorResponse><Error><Code>InvalidParameter</Code>"
+                            b"<Message>bad request</Message></Error></ErrorResponse>")
+            return
+        STATE.count("assume_role_ok")
+        c = STATE.issue()
+        xml = ("<AssumeRoleResponse><AssumeRoleResult>"
+               f"<Credentials><AccessKeyId>{c['AccessKeyId']}</AccessKeyId>"
+               f"<SecretAccessKey>{c['SecretAccessKey']}</SecretAccessKey>"
+               f"<SessionToken>{c['Token']}</SessionToken>"
+               f"<Expiration>{c['Expiration']}</Expiration></Credentials>"
+               "</AssumeRoleResult></AssumeRoleResponse>")
+        self._send(200, xml.encode())
+
+    def _check_sigv4(self, service: str, payload_hash: str) -> str:
+        """Checks the request's SigV4 signature; returns why not, or ""."""
+        auth = self.headers.get("Authorization", "")
+        m = re.match(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/" + service +
+                     r"/aws4_request, SignedHeaders=([^,]+), Signature=([0-9a-f]{64})$", auth)
+        if not m:
+            return "no SigV4 Authorization header for " + service
+        key_id, day, region, signed_names, signature = m.groups()
+        if service == "sts":
+            if key_id != STATE.source_key:
+                return f"unknown source access key {key_id}"
+            secret, token = STATE.source_secret, None
+        else:
+            with STATE.lock:
+                entry = STATE.keys.get(key_id)
+            if entry is None:
+                return f"unknown access key {key_id}"
+            secret, token, expiry = entry
+            if time.time() >= expiry:
+                return f"expired access key {key_id}"
+            if self.headers.get("x-amz-security-token") != token:
+                return "x-amz-security-token does not match the access key"
+        names = signed_names.split(";")
+        if token is not None and "x-amz-security-token" not in names:
+            return "x-amz-security-token is not signed"
+        raw_path, _, raw_query = self.path.partition("?")
+        query = sorted(urllib.parse.parse_qsl(raw_query, keep_blank_values=True))
+        canonical_query = "&".join(
+            f"{urllib.parse.quote(k, safe='-_.~')}={urllib.parse.quote(v, safe='-_.~')}"
+            for k, v in query)
+        canonical_headers = "".join(
+            f"{n}:{' '.join((self.headers.get(n) or '').split())}\n" for n in names)
+        canonical = "\n".join([self.command, raw_path, canonical_query,
+                               canonical_headers, signed_names, payload_hash])
+        amz_date = self.headers.get("x-amz-date", "")
+        scope = f"{day}/{region}/{service}/aws4_request"
+        to_sign = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope,
+                             hashlib.sha256(canonical.encode()).hexdigest()])
+        k = _hmac(("AWS4" + secret).encode(), day)
+        k = _hmac(k, region)
+        k = _hmac(k, service)
+        k = _hmac(k, "aws4_request")
+        expected = hmac.new(k, to_sign.encode(), hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(expected, signature):
+            return "SignatureDoesNotMatch"
+        return ""
+
     # --- S3 with SigV4 checked against issued keys
 
     def _deny(self, why: str) -> None:
@@ -229,50 +306,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def _s3_get(self) -> None:
         STATE.count("s3_requests")
-        auth = self.headers.get("Authorization", "")
-        m = re.match(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/s3/aws4_request, "
-                     r"SignedHeaders=([^,]+), Signature=([0-9a-f]{64})$", auth)
-        if not m:
-            self._deny("no SigV4 Authorization header")
-            return
-        key_id, day, region, signed_names, signature = m.groups()
-        with STATE.lock:
-            entry = STATE.keys.get(key_id)
-        if entry is None:
-            self._deny(f"unknown access key {key_id}")
-            return
-        secret, token, expiry = entry
-        if time.time() >= expiry:
-            self._deny(f"expired access key {key_id}")
-            return
-        if self.headers.get("x-amz-security-token") != token:
-            self._deny("x-amz-security-token does not match the access key")
-            return
-        names = signed_names.split(";")
-        if "x-amz-security-token" not in names:
-            self._deny("x-amz-security-token is not signed")
-            return
-        raw_path, _, raw_query = self.path.partition("?")
-        query = sorted(urllib.parse.parse_qsl(raw_query, keep_blank_values=True))
-        canonical_query = "&".join(
-            f"{urllib.parse.quote(k, safe='-_.~')}={urllib.parse.quote(v, safe='-_.~')}"
-            for k, v in query)
-        canonical_headers = "".join(
-            f"{n}:{' '.join((self.headers.get(n) or '').split())}\n" for n in names)
-        payload = self.headers.get("x-amz-content-sha256", "")
-        canonical = "\n".join([self.command, raw_path, canonical_query,
-                               canonical_headers, signed_names, payload])
-        amz_date = self.headers.get("x-amz-date", "")
-        scope = f"{day}/{region}/s3/aws4_request"
-        to_sign = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope,
-                             hashlib.sha256(canonical.encode()).hexdigest()])
-        k = _hmac(("AWS4" + secret).encode(), day)
-        k = _hmac(k, region)
-        k = _hmac(k, "s3")
-        k = _hmac(k, "aws4_request")
-        expected = hmac.new(k, to_sign.encode(), hashlib.sha256).hexdigest()
-        if not hmac.compare_digest(expected, signature):
-            self._deny("SignatureDoesNotMatch")
+        why = self._check_sigv4("s3", self.headers.get("x-amz-content-sha256", ""))
+        if why:
+            self._deny(why)
             return
         STATE.count("s3_ok")
         data = STATE.data
@@ -298,10 +334,13 @@ def main() -> int:
     ap.add_argument("--lifetime", type=float, default=4.0)
     ap.add_argument("--auth-token", default="")
     ap.add_argument("--web-token", default="")
+    ap.add_argument("--source-key", default="", help="ID:SECRET that may call AssumeRole")
     args = ap.parse_args()
     with open(args.object, "rb") as f:
         STATE = State(args.lifetime, args.auth_token, f.read())
     STATE.web_token = args.web_token
+    if args.source_key:
+        STATE.source_key, STATE.source_secret = args.source_key.split(":", 1)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     line = json.dumps({"url": f"http://127.0.0.1:{server.server_address[1]}",

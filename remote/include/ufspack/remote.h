@@ -24,8 +24,9 @@
 //
 // S3 settings (credentials, region, endpoint, addressing) come from the
 // standard AWS environment variables and shared files; credentials from
-// AWS's provider chain (environment, web identity, shared-file keys,
-// credential_process, container credentials, EC2 instance metadata IMDSv2), refreshed before
+// AWS's provider chain (environment, web identity, assume role, shared-file
+// keys, credential_process, container credentials, EC2 instance metadata
+// IMDSv2), refreshed before
 // they expire and shared by the process's readers; see docs/remote.md,
 // "Credentials".  No credential ever appears in a message: URLs are shown
 // without their query string, and request headers are never shown.
