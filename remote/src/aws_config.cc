@@ -456,7 +456,6 @@ class Loader {
     Status s = UnsupportedSourceError(out->profile);
     if (!s.ok()) return s;
 
-    std::string tried;
     std::unique_ptr<CredentialsProvider> provider;
     std::string key;
     UFSPACK_RETURN_IF_ERROR(MakeContainerProvider(env_, &provider, &key));
@@ -543,14 +542,15 @@ class Loader {
       }
     }
     if (c.token_file.empty()) return Status::OK();
+    c.sts_endpoint = StsEndpoint(*out);
+    // One cache per role, token file, endpoint and named session.
+    const std::string key = "web-identity\n" + c.role_arn + "\n" +
+                            c.token_file + "\n" + c.sts_endpoint + "\n" +
+                            c.session_name;
     if (c.session_name.empty()) {
       c.session_name = "ufspack-session-" + std::to_string(::time(nullptr));
     }
-    c.sts_endpoint = StsEndpoint(*out);
     *used = true;
-    const std::string key = "web-identity\n" + c.role_arn + "\n" +
-                            c.token_file + "\n" + c.sts_endpoint + "\n" +
-                            Env("AWS_ROLE_SESSION_NAME");
     return UseCache(out, SharedCredentialsCache(
                              key, [&] { return MakeWebIdentityProvider(c); }));
   }
@@ -600,11 +600,14 @@ class Loader {
     c.role_arn = role->value;
     c.source = config_file_.path() + ":" + std::to_string(role->line) + " " +
                section.header;
-    if (const Setting* name = section.Find("role_session_name")) {
-      c.session_name = name->value;
-    } else {
-      c.session_name = "ufspack-session-" + std::to_string(::time(nullptr));
-    }
+    // The cache key has the session name as configured (empty when not),
+    // so that a default name made of the time does not split the cache.
+    const Setting* named_session = section.Find("role_session_name");
+    const std::string session =
+        named_session != nullptr ? named_session->value : std::string();
+    c.session_name = named_session != nullptr
+                         ? session
+                         : "ufspack-session-" + std::to_string(::time(nullptr));
     if (const Setting* id = section.Find("external_id"))
       c.external_id = id->value;
     if (const Setting* d = section.Find("duration_seconds")) {
@@ -630,9 +633,9 @@ class Loader {
     }
     *used = true;
     const std::string key =
-        "assume-role\n" + c.role_arn + "\n" + c.session_name + "\n" +
-        c.external_id + "\n" + std::to_string(c.duration_seconds) + "\n" +
-        c.sts_endpoint + "\n" + c.region + "\n" + c.source + "\n" + source_key;
+        "assume-role\n" + c.role_arn + "\n" + session + "\n" + c.external_id +
+        "\n" + std::to_string(c.duration_seconds) + "\n" + c.sts_endpoint +
+        "\n" + c.region + "\n" + c.source + "\n" + source_key;
     return UseCache(out, SharedCredentialsCache(
                              key, [&] { return MakeAssumeRoleProvider(c); }));
   }

@@ -701,6 +701,10 @@ TEST(WebIdentityTest, StsCredentialsSignRequestsAndFailuresNameTheRole) {
   std::string got;
   s = ReadRange(from_profile, 0, 10, &got);
   EXPECT_TRUE(s.ok()) << s.ToString();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  AwsSettings later;
+  ASSERT_TRUE(LoadAwsSettings(env.Lookup(), &later).ok());
+  EXPECT_EQ(later.provider, from_profile->provider);  // shared, not re-fetched
 }
 
 TEST(AssumeRoleTest, SourceProfileKeysSignAssumeRoleAcrossExpiries) {
@@ -718,7 +722,7 @@ TEST(AssumeRoleTest, SourceProfileKeysSignAssumeRoleAcrossExpiries) {
                 kPlantedSecret + "\n");
   WriteFile(dir / ".aws/config",
             "[profile dev]\nrole_arn = arn:aws:iam::123456789012:role/dev\n"
-            "source_profile = base\nrole_session_name = s1\n"
+            "source_profile = base\n"
             "[profile devbad]\nrole_arn = arn:aws:iam::123456789012:role/dev\n"
             "source_profile = badbase\n"
             "[profile lonely]\nrole_arn = arn:aws:iam::123456789012:role/x\n"
@@ -753,6 +757,11 @@ TEST(AssumeRoleTest, SourceProfileKeysSignAssumeRoleAcrossExpiries) {
   EXPECT_EQ(server.Count("sts"), server.Count("assume_role_ok"));
   EXPECT_EQ(server.Count("s3_denied"), 0);
   EXPECT_FALSE(Contains(settings->Describe(), kPlantedSecret));
+  // Opens seconds later share the cache (the default session name holds
+  // the time, the cache key does not).
+  AwsSettings later;
+  ASSERT_TRUE(LoadAwsSettings(env.Lookup(), &later).ok());
+  EXPECT_EQ(later.provider, settings->provider);
 
   AwsSettings bad;
   env.Set("AWS_PROFILE", "devbad");
@@ -761,7 +770,7 @@ TEST(AssumeRoleTest, SourceProfileKeysSignAssumeRoleAcrossExpiries) {
   EXPECT_TRUE(Contains(s,
                        "assume role (role arn:aws:iam::123456789012:role/"
                        "dev from " +
-                           (dir / ".aws/config") + ":6 [profile devbad]"))
+                           (dir / ".aws/config") + ":5 [profile devbad]"))
       << s.ToString();
   EXPECT_TRUE(Contains(s, "SignatureDoesNotMatch")) << s.ToString();
   EXPECT_FALSE(Contains(s, kPlantedSecret)) << s.ToString();
