@@ -1001,7 +1001,7 @@ Status MakeImdsProvider(const EnvLookup& env,
 // --- the cache
 
 CredentialsCache::CredentialsCache(std::unique_ptr<CredentialsProvider> p)
-    : provider_(std::move(p)), name_(provider_->Name()), pid_(::getpid()) {
+    : provider_(std::move(p)), name_(provider_->Name()) {
   InstallForkHandlers();
   std::lock_guard<std::mutex> lock(RegistryMutex());
   AllCaches().insert(this);
@@ -1047,16 +1047,11 @@ Status CredentialsCache::Get(std::shared_ptr<const Credentials>* out) {
       continue;
     }
     refreshing_ = true;
-    const pid_t pid = ::getpid();
     lock.unlock();
     TimedCredentials fresh;
     Status s = provider_->Fetch(&fresh);
     const int64_t after = NowSeconds();
     lock.lock();
-    if (pid_ != pid) {  // fetched in a child forked mid-refresh: recount
-      pid_ = pid;
-      fetches_ = 0;
-    }
     refreshing_ = false;
     ++fetches_;
     if (s.ok() && fresh.expiration != 0 && fresh.expiration <= after) {
@@ -1115,13 +1110,11 @@ void CredentialsCache::ParentAfterFork() {
 }
 
 void CredentialsCache::ChildAfterFork() {
-  const pid_t pid = ::getpid();
   for (CredentialsCache* c : AllCaches()) {
     // A refresh in flight belonged to a parent thread: forget it, and the
     // waiters (parent threads) with it.
     c->refreshing_ = false;
     new (&c->done_) std::condition_variable();
-    c->pid_ = pid;
     c->fetches_ = 0;
     c->logged_ = false;
     c->mu_.unlock();

@@ -149,7 +149,8 @@ class CredentialsCache {
   // valid (and unchanged) as long as it is held.
   Status Get(std::shared_ptr<const Credentials>* out);
   std::string Name() const { return name_; }
-  // Fetches made by this process (successful or not), for tests.
+  // Fetches made by this process (successful or not; a forked child
+  // starts from 0), for tests.
   int fetches() const;
 
   // Fork handlers (pthread_atfork): every cache's mutex is taken before
@@ -173,7 +174,6 @@ class CredentialsCache {
   Status last_error_;
   bool logged_ = false;  // the current run of failures was logged
   int fetches_ = 0;
-  pid_t pid_;  // the process whose counters these are
 };
 
 // The process-wide cache for `key` (one per provider configuration, so
