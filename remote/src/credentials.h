@@ -201,6 +201,13 @@ Status ParseJsonObject(const std::string& json,
 // "+HH:MM" / "-HH:MM" offset instead of "Z", to Unix seconds.
 bool ParseIso8601(const std::string& text, int64_t* seconds);
 
+// A credentials document (credential_process's output, the container and
+// IMDS endpoints' answers): AccessKeyId, SecretAccessKey, the session
+// token under `token_field`, an optional ISO 8601 Expiration.  `what`
+// names the source in messages, which never hold the document.
+Status CredentialsFromJson(const std::string& body, const std::string& what,
+                           const char* token_field, TimedCredentials* out);
+
 }  // namespace remote
 }  // namespace ufspack
 
