@@ -66,13 +66,41 @@ int CmdVerify(const Argv& argv) {
     return rc;
   }
   const auto t0 = std::chrono::steady_clock::now();
+  // The first 1000 problems, as messages.  Records that fail with the
+  // message of the problem before (a part of a merged pack that cannot be
+  // opened fails each of its records with one message naming the part)
+  // are said once, with their count.
   std::vector<std::string> problems;
   uint64_t problem_count = 0;
+  uint64_t shown = 0;  // problems the kept messages stand for
+  std::string last;
+  bool last_kept = false;
+  uint64_t repeats = 0;
+  auto end_repeats = [&] {
+    if (repeats > 0 && last_kept) {
+      problems.back() += " (the same for " + FormatCount(repeats) +
+                         " more record" + (repeats == 1 ? "" : "s") + ")";
+    }
+    repeats = 0;
+  };
   auto problem = [&](const Status& st) {
     ++problem_count;
-    if (problems.size() < 1000) problems.push_back(std::string(st.message()));
+    std::string message(st.message());
+    if (problem_count > 1 && message == last) {
+      ++repeats;
+      if (last_kept) ++shown;
+      return;
+    }
+    end_repeats();
+    last_kept = problems.size() < 1000;
+    if (last_kept) {
+      problems.push_back(message);
+      ++shown;
+    }
+    last = std::move(message);
   };
   auto report = [&](bool opened, uint64_t records, uint64_t bytes, int code) {
+    end_repeats();
     if (json) {
       std::string j =
           "{\"ok\":" + std::string(code == kExitOk ? "true" : "false");
@@ -99,9 +127,9 @@ int CmdVerify(const Argv& argv) {
                     problem_count == 1 ? "" : "s");
         for (const std::string& p : problems)
           std::printf("  %s\n", Printable(p).c_str());
-        if (problem_count > problems.size()) {
+        if (problem_count > shown) {
           std::printf("  ... %s more\n",
-                      FormatCount(problem_count - problems.size()).c_str());
+                      FormatCount(problem_count - shown).c_str());
         }
       }
     }

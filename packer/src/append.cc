@@ -92,17 +92,9 @@ Status BaseContents(const std::string& pack_dir, const Reader& base,
   if (m.header.pack_id != base.info().pack_id) {
     return Status::Aborted(region->name() + ": replaced while appending");
   }
-  for (size_t k = 0; k < m.parts.size(); ++k) {
-    const PartEntry& e = m.parts[k];
-    ManifestContents::Part p;
-    p.pack_id = e.pack_id;
-    p.record_count = e.record_count;
-    p.data_size = e.data_size;
-    p.index_size = e.index_size;
-    p.path = std::string(m.part_paths[k]);
-    for (uint32_t c = 0; c < e.label_map_length; ++c) {
-      p.label_map.push_back(m.GlobalLabel(k, c));
-    }
+  ManifestContents contents;
+  UFSPACK_RETURN_IF_ERROR(ManifestContentsOf(m, region->name(), &contents));
+  for (ManifestContents::Part& p : contents.parts) {
     out->parts.push_back(std::move(p));
   }
   out->segments = m.segments;

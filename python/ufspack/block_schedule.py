@@ -187,10 +187,6 @@ def _plen(p: Union[Tuple[int, int], np.ndarray]) -> int:
     return p[1] - p[0] if isinstance(p, tuple) else len(p)
 
 
-def concat(blocks: Blocks, seqs: Sequence[Seq]) -> Seq:
-    return Seq(blocks, [p for s in seqs for p in s.pieces])
-
-
 class Lane:
     """Step 4 on one lane: its windows, each made (and permuted) when
     asked for.  ``key``: what seeds its windows' generators."""
@@ -323,8 +319,8 @@ class Order:
             return
         bs, at = self.cfg.batch_size, [0] * len(self.lanes)
         for j in range(-(-self.n // bs)):
-            lane = self.lanes[j % len(self.lanes)]
             k = j % len(self.lanes)
+            lane = self.lanes[k]
             end = min(len(lane), at[k] + bs)
             yield lane.take(at[k], end)
             at[k] = end
@@ -357,11 +353,8 @@ class _Covered:
         self.lo = lo[starts]
         self.hi = np.maximum.reduceat(reach, starts)
 
-    def add_piece(self, p: Union[Tuple[int, int], np.ndarray]) -> None:
-        if isinstance(p, tuple):
-            self.add(np.array([p[0]], dtype=np.int64), np.array([p[1]], dtype=np.int64))
-        else:
-            self.add(p.astype(np.int64), p.astype(np.int64) + 1)
+    def add_range(self, a: int, b: int) -> None:
+        self.add(np.array([a], dtype=np.int64), np.array([b], dtype=np.int64))
 
     def contains(self, positions: np.ndarray) -> np.ndarray:
         i = np.searchsorted(self.lo, positions, side="right") - 1
@@ -430,7 +423,7 @@ def _left(blocks: Blocks, base: Seq, cfg: Config, epoch: int, depth: int, drop_l
                     for q in zip([u] + [c + 1 for c in cuts], cuts + [v]):
                         if q[1] > q[0]:
                             pieces.append((int(q[0]), int(q[1])))
-                            kept.add_piece(pieces[-1])
+                            kept.add_range(*pieces[-1])
         else:
             p = p[~gone[p] & ~consumed.contains(p) & ~kept.contains(p)]
             gone[p] = True

@@ -631,59 +631,88 @@ std::string PartKey(const PackId& id, size_t k) {
 // Uploads the merged pack whose manifest is `manifest_path`: every part as
 // a pack under a key of its own (PartKey), then a manifest naming them,
 // then deletes a single pack left at the destination from before.
-Status UploadMergedPack(const std::string& local_pack_dir,
-                        const std::string& manifest_path,
-                        const PackObjects& dst, const UploadOptions& options) {
-  // The merged pack must open as a reader opens it (the manifest and every
-  // part's header), and each part as a pack matching its entry.
-  {
-    std::unique_ptr<Reader> merged;
-    UFSPACK_RETURN_IF_ERROR(
-        Reader::Open(local_pack_dir, {}, &merged)
-            .WithContext("not uploading " + local_pack_dir +
-                         ": it does not open as a merged pack"));
-  }
-  std::unique_ptr<Region> region;
-  UFSPACK_RETURN_IF_ERROR(LoadFile(manifest_path, &region));
-  Manifest m;
-  UFSPACK_RETURN_IF_ERROR(DecodeManifest(region->bytes(), manifest_path, &m));
-  const std::string dir = DirName(manifest_path);
-  const size_t count = m.parts.size();
-  std::vector<std::string> local(count), keys(count);
-  uint64_t total = 0;
-  for (size_t k = 0; k < count; ++k) {
-    UFSPACK_RETURN_IF_ERROR(
-        JoinPartPath(dir, m.part_paths[k], &local[k])
-            .WithContext(manifest_path + ": part " + std::to_string(k)));
-    keys[k] = PartKey(m.parts[k].pack_id, k);
-    total += m.parts[k].data_size + m.parts[k].index_size;
-  }
-  // The manifest uploaded: the same one with the new part paths (the
-  // merged pack id covers the parts' ids and the segments, not paths).
-  ManifestContents contents;
-  UFSPACK_RETURN_IF_ERROR(ManifestContentsOf(m, manifest_path, &contents));
-  for (size_t k = 0; k < count; ++k) contents.parts[k].path = keys[k];
-  std::string bytes;
-  PackId id;
-  EncodeManifest(contents, &bytes, &id);
-  if (id != m.header.pack_id) {
-    return Status::Corruption(
-        manifest_path + ": pack id " + m.header.pack_id.ToHex() +
-        ", but its parts and segments give " + id.ToHex());
-  }
-  const std::string manifest_url = dst.prefix + "/" + kManifestFileName;
-  std::shared_ptr<const ObjectLocation> manifest_loc;
-  UFSPACK_RETURN_IF_ERROR(LocateDestination(manifest_url, &manifest_loc));
-  const std::unique_ptr<RandomAccessFile> manifest_file =
-      NewMemoryRandomAccessFile(manifest_path, bytes);
+class MergedPackUpload {
+ public:
+  MergedPackUpload(const std::string& local_pack_dir,
+                   const std::string& manifest_path, const PackObjects& dst,
+                   const UploadOptions& options)
+      : dir_(local_pack_dir),
+        manifest_path_(manifest_path),
+        dst_(dst),
+        options_(options),
+        manifest_url_(dst.prefix + "/" + kManifestFileName),
+        unchanged_(": no manifest was written, " + dst.prefix +
+                   " is unchanged (the parts already up are kept; a new run "
+                   "skips them)") {}
 
-  // Each part: checked against its entry before anything is sent, then
-  // uploaded (or skipped when the destination holds it already).
-  auto open_part = [&](size_t k, LocalPack* pack) -> Status {
+  Status Run() {
+    UFSPACK_RETURN_IF_ERROR(Prepare());
+    // Every part checked against its entry before anything is sent.
+    for (size_t k = 0; k < manifest_.parts.size(); ++k) {
+      LocalPack pack;
+      UFSPACK_RETURN_IF_ERROR(OpenPart(k, &pack));
+    }
+    Meter meter(options_, total_ + manifest_bytes_.size());
+    meter.Report(0);
+    UFSPACK_RETURN_IF_ERROR(SendParts(&meter));
+    // Last, the manifest: only now is the new pack visible.
+    Status s = UploadObject(*manifest_file_, manifest_loc_, options_, &meter);
+    if (s.IsAborted()) return s.WithContext(manifest_url_ + unchanged_);
+    UFSPACK_RETURN_IF_ERROR(
+        s.WithContext("uploading " + manifest_url_ + unchanged_));
+    return DeleteOldSinglePack();
+  }
+
+ private:
+  // The merged pack must open as a reader opens it (the manifest and every
+  // part's header); then the parts' local paths and keys, and the manifest
+  // to upload: the same one with the new part paths (the merged pack id
+  // covers the parts' ids and the segments, not paths).
+  Status Prepare() {
+    {
+      std::unique_ptr<Reader> merged;
+      UFSPACK_RETURN_IF_ERROR(
+          Reader::Open(dir_, {}, &merged)
+              .WithContext("not uploading " + dir_ +
+                           ": it does not open as a merged pack"));
+    }
+    std::unique_ptr<Region> region;
+    UFSPACK_RETURN_IF_ERROR(LoadFile(manifest_path_, &region));
+    UFSPACK_RETURN_IF_ERROR(
+        DecodeManifest(region->bytes(), manifest_path_, &manifest_));
+    const std::string dir = DirName(manifest_path_);
+    const size_t count = manifest_.parts.size();
+    local_.resize(count);
+    keys_.resize(count);
+    for (size_t k = 0; k < count; ++k) {
+      UFSPACK_RETURN_IF_ERROR(
+          JoinPartPath(dir, manifest_.part_paths[k], &local_[k])
+              .WithContext(manifest_path_ + ": part " + std::to_string(k)));
+      keys_[k] = PartKey(manifest_.parts[k].pack_id, k);
+      total_ += manifest_.parts[k].data_size + manifest_.parts[k].index_size;
+    }
+    ManifestContents contents;
+    UFSPACK_RETURN_IF_ERROR(
+        ManifestContentsOf(manifest_, manifest_path_, &contents));
+    for (size_t k = 0; k < count; ++k) contents.parts[k].path = keys_[k];
+    PackId id;
+    EncodeManifest(contents, &manifest_bytes_, &id);
+    if (id != manifest_.header.pack_id) {
+      return Status::Corruption(
+          manifest_path_ + ": pack id " + manifest_.header.pack_id.ToHex() +
+          ", but its parts and segments give " + id.ToHex());
+    }
+    UFSPACK_RETURN_IF_ERROR(LocateDestination(manifest_url_, &manifest_loc_));
+    manifest_file_ = NewMemoryRandomAccessFile(manifest_path_, manifest_bytes_);
+    return Status::OK();
+  }
+
+  // Opens part k as a pack that must match its manifest entry.
+  Status OpenPart(size_t k, LocalPack* pack) const {
     const std::string what =
-        manifest_path + ": part " + std::to_string(k) + " (" + local[k] + ")";
-    UFSPACK_RETURN_IF_ERROR(OpenLocalPack(local[k], pack).WithContext(what));
-    const PartEntry& e = m.parts[k];
+        manifest_path_ + ": part " + std::to_string(k) + " (" + local_[k] + ")";
+    UFSPACK_RETURN_IF_ERROR(OpenLocalPack(local_[k], pack).WithContext(what));
+    const PartEntry& e = manifest_.parts[k];
     const PackInfo& i = pack->info();
     if (i.pack_id != e.pack_id || i.record_count != e.record_count ||
         i.data_size != e.data_size || pack->index_size != e.index_size) {
@@ -697,94 +726,111 @@ Status UploadMergedPack(const std::string& local_pack_dir,
           std::to_string(pack->index_size) + " bytes");
     }
     return Status::OK();
-  };
-  for (size_t k = 0; k < count; ++k) {
-    LocalPack pack;
-    UFSPACK_RETURN_IF_ERROR(open_part(k, &pack));
   }
 
-  Meter meter(options, total + bytes.size());
-  meter.Report(0);
-  const std::string unchanged =
-      ": no manifest was written, " + dst.prefix +
-      " is unchanged (the parts already up are kept; a new run skips them)";
-  size_t skipped = 0;
-  for (size_t k = 0; k < count; ++k) {
-    if (Cancelled(options)) {
-      return Status::Aborted(manifest_path + ": upload cancelled before part " +
-                             std::to_string(k) + " of " +
-                             std::to_string(count) + unchanged);
+  // Every part, in order: uploaded, or skipped when the destination holds
+  // it already (the same pack id and sizes).
+  Status SendParts(Meter* meter) const {
+    const size_t count = manifest_.parts.size();
+    size_t skipped = 0;
+    for (size_t k = 0; k < count; ++k) {
+      if (Cancelled(options_)) {
+        return Status::Aborted(
+            manifest_path_ + ": upload cancelled before part " +
+            std::to_string(k) + " of " + std::to_string(count) + unchanged_);
+      }
+      bool was_there = false;
+      UFSPACK_RETURN_IF_ERROR(SendPart(k, meter, &was_there));
+      skipped += was_there;
     }
+    if (skipped > 0) {
+      Log(options_, dst_.prefix + ": " + std::to_string(skipped) + " of " +
+                        std::to_string(count) +
+                        " parts were there already and were not sent again");
+    }
+    return Status::OK();
+  }
+
+  Status SendPart(size_t k, Meter* meter, bool* was_there) const {
     LocalPack pack;
-    UFSPACK_RETURN_IF_ERROR(open_part(k, &pack));
+    UFSPACK_RETURN_IF_ERROR(OpenPart(k, &pack));
     PackObjects part;
-    UFSPACK_RETURN_IF_ERROR(LocatePack(dst.prefix + "/" + keys[k], &part));
+    UFSPACK_RETURN_IF_ERROR(LocatePack(dst_.prefix + "/" + keys_[k], &part));
     bool data_there = false, index_there = false;
     UFSPACK_RETURN_IF_ERROR(
-        AlreadyThere(pack, part, options.remote, &data_there, &index_there));
+        AlreadyThere(pack, part, options_.remote, &data_there, &index_there));
     const std::string which = "part " + std::to_string(k) + " of " +
-                              std::to_string(count) + " (pack id " +
-                              pack.info().pack_id.ToHex() + ")";
+                              std::to_string(manifest_.parts.size()) +
+                              " (pack id " + pack.info().pack_id.ToHex() + ")";
     Status s;
     if (data_there) {
-      meter.FinishFile(pack.info().data_size);
+      meter->FinishFile(pack.info().data_size);
     } else {
-      s = UploadObject(*pack.data, part.data, options, &meter);
+      s = UploadObject(*pack.data, part.data, options_, meter);
     }
     if (s.ok() && index_there) {
-      meter.FinishFile(pack.index_size);
-      ++skipped;
-      Log(options, part.prefix + ": " + which +
-                       " is there already (same pack id and sizes); skipped");
+      meter->FinishFile(pack.index_size);
+      *was_there = true;
+      Log(options_, part.prefix + ": " + which +
+                        " is there already (same pack id and sizes); skipped");
     } else if (s.ok()) {
       if (data_there) {
-        Log(options, part.data_url + ": " + which +
-                         " data is there already; uploading its index only");
+        Log(options_, part.data_url + ": " + which +
+                          " data is there already; uploading its index only");
       }
-      s = UploadObject(*pack.index, part.index, options, &meter);
+      s = UploadObject(*pack.index, part.index, options_, meter);
     }
-    if (!s.ok()) {
-      if (s.IsAborted()) return s.WithContext(which + unchanged);
-      return s.WithContext("uploading " + which + " to " + part.prefix +
-                           unchanged);
-    }
+    if (s.IsAborted()) return s.WithContext(which + unchanged_);
+    return s.WithContext("uploading " + which + " to " + part.prefix +
+                         unchanged_);
   }
-  if (skipped > 0) {
-    Log(options, dst.prefix + ": " + std::to_string(skipped) + " of " +
-                     std::to_string(count) +
-                     " parts were there already and were not sent again");
-  }
-  // Last, the manifest: only now is the new pack visible.
-  Status s = UploadObject(*manifest_file, manifest_loc, options, &meter);
-  if (s.IsAborted()) return s.WithContext(manifest_url + unchanged);
-  UFSPACK_RETURN_IF_ERROR(
-      s.WithContext("uploading " + manifest_url + unchanged));
 
   // A single pack at the destination (an older upload) would still be
   // opened first (Reader::Open tries a URL prefix as a single pack before
-  // its manifest): delete it, index first, whatever `cancel` says.
-  for (const auto& [url, loc] : {std::make_pair(dst.index_url, dst.index),
-                                 std::make_pair(dst.data_url, dst.data)}) {
-    bool exists = false;
-    uint64_t size = 0;
-    std::string head;
-    s = ProbeObject(loc, 1, options.remote, &exists, &size, &head);
-    if (s.ok() && exists) {
-      s = DeleteObject(loc, options.remote);
-      if (s.ok()) {
-        Log(options, url +
-                         ": deleted (a single pack from before, which "
-                         "readers would open instead of the manifest)");
+  // its manifest): deleted, index first, whatever `cancel` says.
+  Status DeleteOldSinglePack() const {
+    for (const auto& [url, loc] : {std::make_pair(dst_.index_url, dst_.index),
+                                   std::make_pair(dst_.data_url, dst_.data)}) {
+      bool exists = false;
+      uint64_t size = 0;
+      std::string head;
+      Status s = ProbeObject(loc, 1, options_.remote, &exists, &size, &head);
+      if (s.ok() && exists) {
+        s = DeleteObject(loc, options_.remote);
+        if (s.ok()) {
+          Log(options_, url +
+                            ": deleted (a single pack from before, which "
+                            "readers would open instead of the manifest)");
+        }
+      }
+      if (!s.ok()) {
+        return s.WithContext(
+            manifest_url_ + " is up, but " + url +
+            " (a single pack from before) could not be deleted: readers of " +
+            dst_.prefix + " still open the old single pack until it is");
       }
     }
-    if (!s.ok()) {
-      return s.WithContext(
-          manifest_url + " is up, but " + url +
-          " (a single pack from before) could not be deleted: readers of " +
-          dst.prefix + " still open the old single pack until it is");
-    }
+    return Status::OK();
   }
-  return Status::OK();
+
+  const std::string dir_;
+  const std::string manifest_path_;
+  const PackObjects& dst_;
+  const UploadOptions& options_;
+  const std::string manifest_url_;
+  const std::string unchanged_;  // what a failure before the manifest leaves
+  Manifest manifest_;
+  std::vector<std::string> local_, keys_;  // per part: its path, its key
+  uint64_t total_ = 0;                     // bytes of every part's files
+  std::string manifest_bytes_;             // the manifest uploaded
+  std::shared_ptr<const ObjectLocation> manifest_loc_;
+  std::unique_ptr<RandomAccessFile> manifest_file_;
+};
+
+Status UploadMergedPack(const std::string& local_pack_dir,
+                        const std::string& manifest_path,
+                        const PackObjects& dst, const UploadOptions& options) {
+  return MergedPackUpload(local_pack_dir, manifest_path, dst, options).Run();
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -418,35 +419,52 @@ TEST(CacheTest, LimitHoldsUnderConcurrentWriters) {
   EXPECT_GE(hit_rate, 0.99 * cached_fraction);
 }
 
-TEST(CacheTest, KillNineAtRandomPointsNeverServesWrongBytes) {
-  test::TempDir tmp;
-  auto items = MakeItems(300, 40000, 9);
-  WritePack(tmp / "pack", items);
-  const std::string dir = tmp / "cache";
-  std::mt19937_64 rng(42);
-  for (int round = 0; round < 12; ++round) {
+// `rounds` times: a child runs `child` (which never returns) and is killed
+// with SIGKILL after a random 0-40 ms; then `check(round)` runs here.
+void KillAtRandomPoints(int rounds, uint64_t seed,
+                        const std::function<void()>& child,
+                        const std::function<void(int)>& check) {
+  std::mt19937_64 rng(seed);
+  for (int round = 0; round < rounds; ++round) {
     pid_t pid = fork();
     if (pid == 0) {
-      auto cache = OpenCache(dir);
-      auto r = OpenCached(tmp / "pack", cache);
-      for (uint64_t seed = 0;; ++seed) {
-        ReadAllAndCompare(r.get(), items, seed);
-      }
+      child();
+      _exit(1);  // not reached: child() loops until killed
     }
-    // Early rounds die while creating the table (the index copy), later
-    // ones in the middle of writing entries.
     std::this_thread::sleep_for(std::chrono::microseconds(rng() % 40000));
     kill(pid, SIGKILL);
     int status = 0;
     waitpid(pid, &status, 0);
     ASSERT_TRUE(WIFSIGNALED(status));
-    auto cache = OpenCache(dir);
-    auto r = OpenCached(tmp / "pack", cache);
-    ASSERT_EQ(ReadAllAndCompare(r.get(), items, 1000 + round), 0)
-        << "round " << round;
-    CacheTierStats st = Disk(cache);
-    EXPECT_LE(st.charged_bytes, st.limit);
+    check(round);
+    if (::testing::Test::HasFatalFailure()) return;
   }
+}
+
+TEST(CacheTest, KillNineAtRandomPointsNeverServesWrongBytes) {
+  test::TempDir tmp;
+  auto items = MakeItems(300, 40000, 9);
+  WritePack(tmp / "pack", items);
+  const std::string dir = tmp / "cache";
+  // Early rounds die while creating the table (the index copy), later
+  // ones in the middle of writing entries.
+  KillAtRandomPoints(
+      12, 42,
+      [&] {
+        auto cache = OpenCache(dir);
+        auto r = OpenCached(tmp / "pack", cache);
+        for (uint64_t seed = 0;; ++seed) {
+          ReadAllAndCompare(r.get(), items, seed);
+        }
+      },
+      [&](int round) {
+        auto cache = OpenCache(dir);
+        auto r = OpenCached(tmp / "pack", cache);
+        ASSERT_EQ(ReadAllAndCompare(r.get(), items, 1000 + round), 0)
+            << "round " << round;
+        CacheTierStats st = Disk(cache);
+        EXPECT_LE(st.charged_bytes, st.limit);
+      });
   // Alone now: whatever the killed processes left in tmp/ is gone.
   auto cache = OpenCache(dir);
   EXPECT_EQ(test::ReadTree(dir + "/tmp").size(), 0u);
@@ -461,7 +479,6 @@ TEST(CacheTest, KillNineDuringBlockReadsNeverServesWrongBytes) {
   auto items = MakeItems(300, 40000, 19);
   WritePack(tmp / "pack", items);
   const std::string dir = tmp / "cache";
-  std::mt19937_64 rng(43);
   auto open_blocks = [&](const std::shared_ptr<Cache>& cache) {
     ReaderOptions ro;
     ro.cache = cache;
@@ -471,28 +488,24 @@ TEST(CacheTest, KillNineDuringBlockReadsNeverServesWrongBytes) {
     EXPECT_TRUE(s.ok()) << s.ToString();
     return r;
   };
-  for (int round = 0; round < 6; ++round) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      auto cache = OpenCache(dir);
-      auto r = open_blocks(cache);
-      std::vector<uint64_t> all(items.size());
-      std::iota(all.begin(), all.end(), 0);
-      for (uint64_t seed = 0;; ++seed) {
-        r->PrefetchBlocks(all.data(), all.size());
-        ReadAllAndCompare(r.get(), items, seed);
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 40000));
-    kill(pid, SIGKILL);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFSIGNALED(status));
-    auto cache = OpenCache(dir);
-    auto r = open_blocks(cache);
-    ASSERT_EQ(ReadAllAndCompare(r.get(), items, 2000 + round), 0)
-        << "round " << round;
-  }
+  KillAtRandomPoints(
+      6, 43,
+      [&] {
+        auto cache = OpenCache(dir);
+        auto r = open_blocks(cache);
+        std::vector<uint64_t> all(items.size());
+        std::iota(all.begin(), all.end(), 0);
+        for (uint64_t seed = 0;; ++seed) {
+          (void)r->PrefetchBlocks(all.data(), all.size());  // a hint
+          ReadAllAndCompare(r.get(), items, seed);
+        }
+      },
+      [&](int round) {
+        auto cache = OpenCache(dir);
+        auto r = open_blocks(cache);
+        ASSERT_EQ(ReadAllAndCompare(r.get(), items, 2000 + round), 0)
+            << "round " << round;
+      });
 }
 
 TEST(CacheTest, ADeadProcessesLocksNeverBlockOthers) {

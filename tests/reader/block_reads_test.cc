@@ -144,7 +144,9 @@ TEST(BlockMembersTest, GroupsRecordsByTheBlockTheirBytesStartIn) {
       Record rec;
       ASSERT_TRUE(r->GetRecord(members[k], &rec).ok());
       EXPECT_EQ(rec.offset / 16384, b);
-      if (k > first[b]) EXPECT_LT(members[k - 1], members[k]);
+      if (k > first[b]) {
+        EXPECT_LT(members[k - 1], members[k]);
+      }
       seen.insert(members[k]);
     }
   }
@@ -328,7 +330,9 @@ TEST(BlockReadsTest, CorruptBytesInABlockFailTheChecksum) {
   EXPECT_NE(s.ToString().find("checksum mismatch"), std::string::npos);
   // Its neighbours in the block are fine.
   for (uint64_t i = 0; i < r->size(); ++i) {
-    if (i != 7) ASSERT_TRUE(r->Read(i, &got).ok()) << i;
+    if (i != 7) {
+      ASSERT_TRUE(r->Read(i, &got).ok()) << i;
+    }
   }
 }
 
@@ -364,7 +368,9 @@ TEST(BlockReadsTest, MemoryStaysWithinTheCacheBound) {
       ASSERT_TRUE(r->Read(i, &got).ok());
     }
     // Block by block: nothing fetched twice.
-    if (pass == 0) EXPECT_EQ(file->reads_ - opened, blocks);
+    if (pass == 0) {
+      EXPECT_EQ(file->reads_ - opened, blocks);
+    }
   }
   // The second pass fetches every block again (only two are kept).
   EXPECT_GE(file->reads_ - opened, 2 * blocks - 2);

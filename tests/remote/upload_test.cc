@@ -707,6 +707,16 @@ TEST_F(UploadTest, MissingRemotePartIsNotFoundNamingItsUrl) {
       c.out + c.err,
       "part 2 (" + part2 + ") is missing: GET " + part2 + "/index.ufs"))
       << c.out << c.err;
+  // Once, with the count of the other problems it stands for (the index
+  // check's and each record of part 2's), not once per record.
+  const uint64_t part2_records = r->size() - first2;  // the last segment
+  EXPECT_EQ(c.out.find("is missing"), c.out.rfind("is missing")) << c.out;
+  EXPECT_TRUE(
+      Contains(c.out, std::to_string(part2_records + 1) + " problems found"))
+      << c.out;
+  EXPECT_TRUE(Contains(c.out, "(the same for " + std::to_string(part2_records) +
+                                  " more records)"))
+      << c.out;
   // A part replaced by another pack: Corruption naming what differs.
   ASSERT_TRUE(UploadPack(tmp_ / "merged/parts/part-0", part2, {}).ok());
   ASSERT_TRUE(Reader::Open(url, {}, &r).ok());
