@@ -3,19 +3,9 @@
 // S3 settings the way AWS's own tools read them: environment variables,
 // then the shared config and credentials files, for one profile.
 //
-//   credentials  the provider chain, first match wins (docs/remote.md,
-//                "Credentials"): AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY
-//                (+ AWS_SESSION_TOKEN) > web identity
-//                (AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN, or the
-//                profile's) > assume role (the config profile's
-//                role_arn + source_profile / credential_source) > the
-//                profile's static keys in
-//                AWS_SHARED_CREDENTIALS_FILE (~/.aws/credentials), then in
-//                AWS_CONFIG_FILE (~/.aws/config) > the profile's
-//                credential_process > container credentials
-//                (AWS_CONTAINER_CREDENTIALS_*_URI) > EC2 instance metadata
-//                (IMDSv2, unless AWS_EC2_METADATA_DISABLED=true); none
-//                found: anonymous (unsigned) requests
+//   credentials  the provider chain of credential_chain.h, first match
+//                wins (docs/remote.md, "Credentials"); none found:
+//                anonymous (unsigned) requests
 //   profile      AWS_PROFILE (else AWS_DEFAULT_PROFILE, else "default")
 //   region       AWS_REGION > AWS_DEFAULT_REGION > the profile's region
 //                > "us-east-1"
@@ -27,10 +17,9 @@
 //                path style with a custom endpoint)
 //   TLS          AWS_CA_BUNDLE > the profile's ca_bundle
 //
-// Not supported yet (say so in errors and docs): SSO, chained roles (a
-// source_profile that assumes a role), mfa_serial, IMDSv1.  A
-// profile that uses one of them and has no static keys is an error naming the
-// profile and the key, not a silent fall back to anonymous.
+// Not supported (say so in errors and docs): SSO profiles.  A profile that
+// uses one and has no static keys is an error naming the profile and the
+// key, not a silent fall back to anonymous.
 //
 // Thread safety: safe to call from any thread; credentials that can expire
 // come from a process-wide CredentialsCache (credentials.h) shared by
@@ -43,8 +32,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "credential_chain.h"
 #include "credentials.h"
+#include "credentials_cache.h"
 #include "sigv4.h"
 #include "ufspack/status.h"
 
@@ -67,10 +59,20 @@ struct AwsSettings {
   // "/root/.aws/credentials [default]", "container credentials (URL)",
   // "none (anonymous; tried ...: why)".
   std::string credentials_source;
+  // Each provider of the chain asked, in order, and what came of it.
+  std::vector<CredentialsStep> credentials_steps;
 
   // One line for messages and --verbose: profile, region, endpoint,
   // addressing and credentials_source.  Never a secret or token.
   std::string Describe() const;
+  // Its two halves: where requests go, and which credentials sign them.
+  std::string DescribeWhere() const;
+  std::string DescribeCredentials() const;
+  // Several lines for --explain-credentials: the settings, each provider
+  // asked and why it was skipped, failed or chosen, the credentials and
+  // when they expire and are refreshed; `status` is the load's outcome
+  // (an error ends the text).  Never a secret or token.
+  std::string Explain(const Status& status) const;
 };
 
 // Loads the settings.  A missing config or credentials file is fine; an
@@ -84,6 +86,10 @@ Status LoadAwsSettings(const EnvLookup& env, AwsSettings* settings);
 
 // LoadAwsSettings with the process environment (::getenv).
 Status LoadAwsSettings(AwsSettings* settings);
+
+// Loads the settings as LoadAwsSettings does and sets *text to their
+// Explain() (also when loading fails); returns the load's status.
+Status ExplainAwsSettings(const EnvLookup& env, std::string* text);
 
 }  // namespace remote
 }  // namespace ufspack

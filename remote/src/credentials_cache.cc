@@ -1,9 +1,13 @@
 // Copyright 2026 The ufspack Authors.
 //
 // The refreshing credentials cache, shared per process and kept across
-// fork (see credentials.h).
+// fork (see credentials_cache.h).
+#include "credentials_cache.h"
+
 #include <pthread.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <ctime>
 #include <map>
@@ -12,8 +16,6 @@
 #include <set>
 #include <string>
 #include <utility>
-
-#include "credentials.h"
 
 namespace ufspack {
 namespace remote {
@@ -73,6 +75,16 @@ int64_t CredentialsCache::RefreshAt() const {
   return expiration_ - std::min(kRefreshMarginSeconds, lifetime / 2);
 }
 
+int64_t CredentialsCache::expiration() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return current_ != nullptr ? expiration_ : 0;
+}
+
+int64_t CredentialsCache::refresh_at() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return RefreshAt();
+}
+
 Status CredentialsCache::Get(std::shared_ptr<const Credentials>* out) {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
@@ -102,42 +114,7 @@ Status CredentialsCache::Get(std::shared_ptr<const Credentials>* out) {
     Status s = provider_->Fetch(&fresh);
     const int64_t after = NowSeconds();
     lock.lock();
-    refreshing_ = false;
-    ++fetches_;
-    if (s.ok() && fresh.expiration != 0 && fresh.expiration <= after) {
-      s = Status::InvalidArgument(provider_->Name() +
-                                  ": expected credentials that expire in the "
-                                  "future; found an Expiration already past");
-    }
-    if (s.ok()) {
-      current_ = std::make_shared<const Credentials>(fresh.credentials);
-      expiration_ = fresh.expiration;
-      fetched_at_ = after;
-      retry_after_ = 0;
-      last_error_ = Status::OK();
-      logged_ = false;
-    } else {
-      last_error_ = s;
-      const bool still_valid =
-          current_ != nullptr && (expiration_ == 0 || after < expiration_);
-      if (still_valid) {
-        // Retry in a quarter of what is left, at least 1 s apart.
-        retry_after_ =
-            after +
-            std::max<int64_t>(1, std::min<int64_t>(kFailureBackoffSeconds * 3,
-                                                   (expiration_ - after) / 4));
-        if (!logged_) {
-          logged_ = true;
-          std::fprintf(stderr,
-                       "ufspack: refreshing AWS credentials failed; using the "
-                       "current ones until they expire in %lld s: %s\n",
-                       static_cast<long long>(expiration_ - after),
-                       std::string(s.message()).c_str());
-        }
-      } else {
-        retry_after_ = after + kFailureBackoffSeconds;
-      }
-    }
+    s = Record(std::move(s), fresh, after);
     done_.notify_all();
     // This thread's fetch is its answer: the new credentials, the old ones
     // while still valid, or the fetch's own error.
@@ -147,6 +124,46 @@ Status CredentialsCache::Get(std::shared_ptr<const Credentials>* out) {
     }
     return s;
   }
+}
+
+Status CredentialsCache::Record(Status s, const TimedCredentials& fresh,
+                                int64_t after) {
+  refreshing_ = false;
+  ++fetches_;
+  if (s.ok() && fresh.expiration != 0 && fresh.expiration <= after) {
+    s = Status::InvalidArgument(provider_->Name() +
+                                ": expected credentials that expire in the "
+                                "future; found an Expiration already past");
+  }
+  if (s.ok()) {
+    current_ = std::make_shared<const Credentials>(fresh.credentials);
+    expiration_ = fresh.expiration;
+    fetched_at_ = after;
+    retry_after_ = 0;
+    last_error_ = Status::OK();
+    logged_ = false;
+    return s;
+  }
+  last_error_ = s;
+  const bool still_valid =
+      current_ != nullptr && (expiration_ == 0 || after < expiration_);
+  if (!still_valid) {
+    retry_after_ = after + kFailureBackoffSeconds;
+    return s;
+  }
+  // Retry in a quarter of what is left, at least 1 s apart.
+  retry_after_ = after + std::max<int64_t>(
+                             1, std::min<int64_t>(kFailureBackoffSeconds * 3,
+                                                  (expiration_ - after) / 4));
+  if (!logged_) {
+    logged_ = true;
+    std::fprintf(stderr,
+                 "ufspack: refreshing AWS credentials failed; using the "
+                 "current ones until they expire in %lld s: %s\n",
+                 static_cast<long long>(expiration_ - after),
+                 std::string(s.message()).c_str());
+  }
+  return s;
 }
 
 void CredentialsCache::PrepareFork() {

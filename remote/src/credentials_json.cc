@@ -1,14 +1,14 @@
 // Copyright 2026 The ufspack Authors.
 //
-// The JSON and times of credential documents (see credentials.h).
+// The JSON and times of credential documents (see credentials_json.h).
+#include "credentials_json.h"
+
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <map>
 #include <string>
 #include <utility>
-
-#include "credentials.h"
 
 namespace ufspack {
 namespace remote {

@@ -95,6 +95,10 @@ void CountCoalesced(uint64_t n);
 // "<url>" without its query string (which may hold a signature).
 std::string Redact(const std::string& url);
 
+// The text of the first <tag>...</tag> in `xml` (an S3 or STS answer),
+// with the five predefined entities decoded; false when there is none.
+bool XmlText(const std::string& xml, const std::string& tag, std::string* text);
+
 }  // namespace remote
 }  // namespace ufspack
 

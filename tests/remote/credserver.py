@@ -7,23 +7,28 @@ One HTTP/1.1 server (standard library only) that plays three parts:
               GET /latest/meta-data/iam/security-credentials/      -> role name
               GET /latest/meta-data/iam/security-credentials/ROLE  -> JSON
               (both GETs need the X-aws-ec2-metadata-token it issued;
-              without one: 401, as IMDS with IMDSv1 disabled)
+              without one: 401, as IMDS with IMDSv1 disabled; in mode
+              "v1-only" the PUT answers 403 and the GETs need no token)
   container   GET /container/creds (needs "Authorization: <--auth-token>"
               when one is given)
   STS         POST / Action=AssumeRoleWithWebIdentity (needs
               WebIdentityToken=<--web-token>, RoleArn, RoleSessionName);
               Action=AssumeRole, SigV4-signed (service sts) with the
-              --source-key ID:SECRET
-  S3          GET/HEAD /BUCKET/KEY of one object (--object), byte ranges,
+              --source-key ID:SECRET or with credentials this server issued
+              (chained roles)
+  S3          GET/HEAD /BUCKET/KEY (or /KEY with "Host: BUCKET.<anything>",
+              virtual-hosted) of one object (--object), byte ranges,
               answering only requests SigV4-signed with credentials this
-              server issued and that have not expired (403 otherwise)
+              server issued and that have not expired, or with the
+              --source-key (403 otherwise)
 
 Every credentials document holds fresh keys that expire --lifetime seconds
 after they are issued.  Control:
   GET  /control/log     a JSON object: counters per endpoint and failures
   POST /control/mode    body: "ok" | "no-role" (IMDS role list 404) |
                         "hang" (credential endpoints never answer) |
-                        "error" (credential endpoints answer 500)
+                        "error" (credential endpoints answer 500) |
+                        "v1-only" (IMDS refuses the IMDSv2 token PUT)
 
     credserver.py --object FILE --port-file FILE [--lifetime S] [--auth-token T]
                   [--web-token T] [--source-key ID:SECRET]
@@ -133,6 +138,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             STATE.count("imds_token")
             if self._credential_mode():
                 return
+            if STATE.mode == "v1-only":
+                self._send(403, b"")
+                return
             if not self.headers.get("X-aws-ec2-metadata-token-ttl-seconds"):
                 self._send(400, b"missing ttl")
                 return
@@ -199,8 +207,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             STATE.count("imds_role" if path == base else "imds_credentials")
             if self._credential_mode():
                 return
+            token = self.headers.get("X-aws-ec2-metadata-token")
             with STATE.lock:
-                ok = self.headers.get("X-aws-ec2-metadata-token") in STATE.imds_tokens
+                ok = token in STATE.imds_tokens or (STATE.mode == "v1-only" and token is None)
             if not ok:
                 self._send(401, b"")
                 return
@@ -224,7 +233,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return
             self._send(200, json.dumps(STATE.issue()).encode())
             return
-        if path == f"/{BUCKET}/{KEY}":
+        host = self.headers.get("Host", "")
+        if path == f"/{BUCKET}/{KEY}" or (path == f"/{KEY}" and host.startswith(BUCKET + ".")):
             self._s3_get()
             return
         self._send(404, b"")
@@ -258,9 +268,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if not m:
             return "no SigV4 Authorization header for " + service
         key_id, day, region, signed_names, signature = m.groups()
-        if service == "sts":
-            if key_id != STATE.source_key:
-                return f"unknown source access key {key_id}"
+        if STATE.source_key and key_id == STATE.source_key:
             secret, token = STATE.source_secret, None
         else:
             with STATE.lock:

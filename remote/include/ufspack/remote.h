@@ -101,6 +101,16 @@ struct RemoteStats {
 };
 UFSPACK_EXPORT RemoteStats GetRemoteStats();
 
+// Where the credentials for `url` come from, as `ufspack info URL
+// --explain-credentials` prints it: for s3:// the AWS settings, each
+// provider of the chain asked (in order) and why it was skipped, failed or
+// chosen, the credentials chosen (the last 4 characters of the access key
+// id, never a secret or token) and when they expire and are refreshed; for
+// http(s):// that requests are unsigned.  *text is set also when the
+// settings or the credentials cannot be loaded; the status says so.
+UFSPACK_EXPORT Status ExplainCredentials(const std::string& url,
+                                         std::string* text);
+
 // --- Uploading to S3 ------------------------------------------------------
 
 struct UploadOptions {
