@@ -8,11 +8,15 @@
 
 #include "commands.h"
 #include "util.h"
+#ifdef UFSPACK_HAVE_REMOTE
+#include "ufspack/remote.h"
+#endif
 
 namespace ufspack {
 namespace cli {
 
-const char kInfoHelp[] = R"(Usage: ufspack info <pack> [--json]
+const char kInfoHelp[] =
+    R"(Usage: ufspack info <pack> [--json] [--explain-credentials]
 
 <pack> is a pack directory, its index.ufs, or a pack URL: s3://bucket/prefix
 (AWS settings from the environment and ~/.aws) or https://host/path
@@ -22,23 +26,61 @@ Prints the pack's header (format version, pack id, sizes), the number of
 records and classes, each class with its record count and bytes, and the
 compression ratio.
 
-Exit status: 0 printed, 1 the pack cannot be read, 3 it is damaged.
+With --explain-credentials, first prints (to stderr with --json) where the credentials for the
+pack's URL come from: the AWS settings, each provider of the chain asked,
+in order, and why it was skipped, failed or chosen, the access key id's
+last 4 characters and when the credentials expire and are refreshed
+(never a secret or token); then the pack's info as usual.
+
+Exit status: 0 printed, 1 the pack cannot be read (or its credentials
+cannot be loaded), 3 it is damaged.
 
 Examples:
   ufspack info /nas/imagenet/train.ufspack
   ufspack info train.ufspack/index.ufs --json
+  ufspack info s3://bucket/train.ufspack --explain-credentials
 
 Options:
-      --json    one JSON object instead of text
+      --json                 one JSON object instead of text
+      --explain-credentials  where the credentials come from (s3://)
 )";
+
+namespace {
+
+// Prints ExplainCredentials(pack) to `out`; false when they cannot be
+// loaded (the error ends the text).
+bool ExplainCredentialsOf(const std::string& pack, std::FILE* out) {
+#ifdef UFSPACK_HAVE_REMOTE
+  std::string text;
+  Status s = ExplainCredentials(pack, &text);
+  std::fputs(text.c_str(), out);
+  std::fflush(out);
+  return s.ok();
+#else
+  std::fputs(
+      "credentials: none (this ufspack is built without remote "
+      "packs)\n",
+      out);
+  (void)pack;
+  return true;
+#endif
+}
+
+}  // namespace
 
 int CmdInfo(const Argv& argv) {
   CommandLine cl("info");
   std::string pack;
-  bool json = false;
+  bool json = false, explain = false;
   cl.app().add_option("pack", pack)->required();
   cl.app().add_flag("--json", json);
+  cl.app().add_flag("--explain-credentials", explain);
   if (int rc = cl.Parse(argv); rc >= 0) return rc;
+  // With --json the explanation goes to stderr, keeping stdout one object.
+  if (explain && !ExplainCredentialsOf(pack, json ? stderr : stdout)) {
+    return kExitFailure;
+  }
+  if (explain && !json) std::printf("\n");
   std::unique_ptr<Reader> reader;
   if (int rc = OpenPack(pack, {}, &reader); rc != kExitOk) return rc;
   const PackInfo& info = reader->info();

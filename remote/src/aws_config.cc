@@ -1,35 +1,22 @@
 // Copyright 2026 The ufspack Authors.
 //
-// The AWS settings loader (see aws_config.h for the precedence).
+// The AWS settings loader (see aws_config.h for the precedence): the
+// profile, region, endpoint, addressing and CA bundle; the shared files are
+// parsed by aws_shared_file.cc and the credentials chosen by
+// credential_chain.cc.
 //
-// The shared files are read the way botocore's configparser reads them:
-//   - "[name]" section headers; in the config file "[default]" and
-//     "[profile name]" are profiles, "[services name]" are services sections
-//     and every other section (sso-session, plugins, a "[name]" missing its
-//     "profile " prefix) is parsed but not used;
-//   - "name = value" (or "name: value") settings, names case-insensitive,
-//     whitespace around the delimiter ignored, no inline comments (a '#'
-//     after a value is part of the value, as with the AWS CLI);
-//   - whole-line comments starting with '#' or ';', blank lines;
-//   - a sub-section: "s3 =" with nothing after the '=' followed by indented
-//     "name = value" lines, stored as "s3.name".
 // Supported sub-section settings: s3.endpoint_url and s3.addressing_style in
 // the profile, s3.endpoint_url in the profile's "services = name" section
 // ("[services name]", AWS's service-specific endpoint configuration), and
 // the profile's ignore_configured_endpoint_urls.
 #include "aws_config.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
-#include <map>
+#include <ctime>
 #include <string>
-#include <string_view>
 #include <utility>
+
+#include "aws_shared_file.h"
 
 namespace ufspack {
 namespace remote {
@@ -37,245 +24,6 @@ namespace remote {
 namespace {
 
 constexpr char kDefaultRegion[] = "us-east-1";
-constexpr char kDefaultProfile[] = "default";
-// Shared config files are a few KiB; anything larger is not one.
-constexpr size_t kMaxFileBytes = size_t{1} << 20;
-
-std::string_view Trim(std::string_view s) {
-  size_t b = 0;
-  size_t e = s.size();
-  while (b < e && (s[b] == ' ' || s[b] == '\t')) ++b;
-  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t')) --e;
-  return s.substr(b, e - b);
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
-
-bool StartsWith(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
-}
-
-// A setting's value and the line it was read from.
-struct Setting {
-  std::string value;
-  int line = 0;
-};
-
-// One section of a shared file.  Nested settings are keyed "parent.name".
-struct Section {
-  std::string header;  // as written in the file, e.g. "[profile dev]"
-  std::map<std::string, Setting> settings;
-
-  // The setting, or nullptr when absent or empty.
-  const Setting* Find(const std::string& key) const {
-    auto it = settings.find(key);
-    if (it == settings.end() || it->second.value.empty()) return nullptr;
-    return &it->second;
-  }
-};
-
-enum class FileKind { kCredentials, kConfig };
-
-// A parsed shared credentials or config file.
-class SharedFile {
- public:
-  SharedFile(std::string path, FileKind kind)
-      : path_(std::move(path)), kind_(kind) {}
-
-  // Reads and parses the file; a missing one is an empty one.  Never blocks
-  // (a FIFO at the path is refused, not opened for reading).
-  Status Load() {
-    if (path_.empty()) return Status::OK();
-    std::string text;
-    Status s = ReadWholeFile(&text);
-    if (!s.ok() || !exists_) return s;
-    return Parse(text);
-  }
-
-  const std::string& path() const { return path_; }
-  bool exists() const { return exists_; }
-
-  const Section* Profile(const std::string& name) const {
-    auto it = profiles_.find(name);
-    return it == profiles_.end() ? nullptr : &it->second;
-  }
-  const Section* Services(const std::string& name) const {
-    auto it = services_.find(name);
-    return it == services_.end() ? nullptr : &it->second;
-  }
-  // Whether the config file has "[name]" (a profile written without its
-  // "profile " prefix, which AWS's tools ignore).
-  bool HasUnprefixed(const std::string& name) const {
-    auto it = others_.find(name);
-    return it != others_.end();
-  }
-
-  // "<path>:<line>: " for messages.
-  std::string At(int line) const {
-    return path_ + ":" + std::to_string(line) + ": ";
-  }
-
- private:
-  Status ReadWholeFile(std::string* text) {
-    int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-      if (errno == ENOENT || errno == ENOTDIR) return Status::OK();
-      return Status::InvalidArgument(path_ +
-                                     ": cannot open: " + std::strerror(errno));
-    }
-    struct stat st;
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd);
-      return Status::InvalidArgument(
-          path_ + ": expected a regular file (an AWS " + Kind() + " file)");
-    }
-    if (static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
-      ::close(fd);
-      return Status::InvalidArgument(
-          path_ + ": expected an AWS " + Kind() + " file of at most " +
-          std::to_string(kMaxFileBytes) + " bytes; found " +
-          std::to_string(st.st_size) + " bytes");
-    }
-    text->clear();
-    char buf[8192];
-    for (;;) {
-      ssize_t n = ::read(fd, buf, sizeof(buf));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        const int err = errno;
-        ::close(fd);
-        return Status::InvalidArgument(path_ +
-                                       ": cannot read: " + std::strerror(err));
-      }
-      if (n == 0) break;
-      text->append(buf, static_cast<size_t>(n));
-      if (text->size() > kMaxFileBytes) {
-        ::close(fd);
-        return Status::InvalidArgument(path_ + ": grew past " +
-                                       std::to_string(kMaxFileBytes) +
-                                       " bytes while being read");
-      }
-    }
-    ::close(fd);
-    exists_ = true;
-    return Status::OK();
-  }
-
-  const char* Kind() const {
-    return kind_ == FileKind::kConfig ? "config" : "credentials";
-  }
-
-  // The section that "[name]" opens in this file.
-  Section* OpenSection(const std::string& name, const std::string& header) {
-    std::map<std::string, Section>* table = &others_;
-    std::string key = name;
-    if (kind_ == FileKind::kCredentials) {
-      table = &profiles_;
-    } else if (name == kDefaultProfile) {
-      table = &profiles_;
-    } else if (StartsWith(name, "profile ") || StartsWith(name, "profile\t")) {
-      table = &profiles_;
-      key = std::string(Trim(std::string_view(name).substr(8)));
-    } else if (StartsWith(name, "services ") ||
-               StartsWith(name, "services\t")) {
-      table = &services_;
-      key = std::string(Trim(std::string_view(name).substr(9)));
-    }
-    Section& section = (*table)[key];
-    if (section.header.empty()) section.header = header;
-    return &section;
-  }
-
-  Status Parse(const std::string& text) {
-    std::string_view rest(text);
-    if (StartsWith(rest, "\xEF\xBB\xBF")) rest.remove_prefix(3);  // BOM
-    Section* section = nullptr;
-    std::string parent;  // the "name =" that opened the current sub-section
-    int line_no = 0;
-    while (!rest.empty()) {
-      size_t eol = rest.find('\n');
-      std::string_view line = rest.substr(0, eol);
-      rest.remove_prefix(eol == std::string_view::npos ? rest.size() : eol + 1);
-      ++line_no;
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      const std::string_view t = Trim(line);
-      if (t.empty() || t[0] == '#' || t[0] == ';') continue;
-      const bool indented = line[0] == ' ' || line[0] == '\t';
-
-      if (!indented && t[0] == '[') {
-        if (t.back() != ']') {
-          return Status::InvalidArgument(
-              At(line_no) + "expected ']' at the end of the section header");
-        }
-        const std::string name(Trim(t.substr(1, t.size() - 2)));
-        if (name.empty()) {
-          return Status::InvalidArgument(
-              At(line_no) + "expected a section name between '[' and ']'");
-        }
-        section = OpenSection(name, std::string(t));
-        parent.clear();
-        continue;
-      }
-      if (section == nullptr) {
-        return Status::InvalidArgument(
-            At(line_no) +
-            "expected a section header such as [default] before the first "
-            "setting");
-      }
-      // The line is not echoed: a malformed line may be a pasted secret.
-      const size_t eq = t.find_first_of("=:");
-      if (eq == std::string_view::npos) {
-        return Status::InvalidArgument(
-            At(line_no) + "expected 'name = value', a [section] header or a " +
-            "comment; found a line without '=' (not shown: it may hold a "
-            "secret)");
-      }
-      const std::string name = Lower(Trim(t.substr(0, eq)));
-      if (name.empty()) {
-        return Status::InvalidArgument(
-            At(line_no) + "expected a setting name before '" + t[eq] + "'");
-      }
-      Setting setting{std::string(Trim(t.substr(eq + 1))), line_no};
-      if (indented && !parent.empty()) {
-        section->settings[parent + "." + name] = std::move(setting);
-        continue;
-      }
-      // An empty value may open a sub-section of indented lines.
-      parent = setting.value.empty() ? name : std::string();
-      section->settings[name] = std::move(setting);
-    }
-    return Status::OK();
-  }
-
-  std::string path_;
-  FileKind kind_;
-  bool exists_ = false;
-  std::map<std::string, Section> profiles_;
-  std::map<std::string, Section> services_;
-  std::map<std::string, Section> others_;
-};
-
-// Profile settings that name a credential source this build cannot use.
-struct UnsupportedSource {
-  const char* key;
-  const char* what;
-};
-constexpr UnsupportedSource kUnsupportedSources[] = {
-    {"role_arn", "assume role"},
-    {"credential_source", "assume role"},
-    {"credential_process", "an external credential process"},
-    {"sso_session", "IAM Identity Center (SSO)"},
-    {"sso_start_url", "IAM Identity Center (SSO)"},
-    {"sso_account_id", "IAM Identity Center (SSO)"},
-    {"sso_role_name", "IAM Identity Center (SSO)"},
-    {"web_identity_token_file", "web identity federation"},
-};
 
 // Reads the settings for one profile; one method per setting so that each
 // precedence rule reads on its own.
@@ -293,20 +41,16 @@ class Loader {
     Status s = credentials_file_.Load();
     if (s.ok()) s = config_file_.Load();
     if (s.ok()) s = FindProfile(out);
-    if (s.ok()) s = LoadCredentials(out);
-    if (s.ok()) s = LoadRegion(out);
+    if (s.ok()) s = LoadRegion(out);  // STS's endpoint needs it
     if (s.ok()) s = LoadEndpoint(out);
     if (s.ok()) s = LoadAddressing(out);
     if (s.ok()) LoadCaBundle(out);
+    if (s.ok()) s = LoadCredentials(out);
     return s;
   }
 
  private:
-  // The variable's value; unset and empty are the same.
-  std::string Env(const char* name) const {
-    const char* v = env_ ? env_(name) : nullptr;
-    return v == nullptr ? std::string() : std::string(v);
-  }
+  std::string Env(const char* name) const { return EnvValue(env_, name); }
 
   std::string FilePath(const char* variable, const std::string& home,
                        const char* default_suffix) const {
@@ -316,11 +60,6 @@ class Loader {
     }
     if (StartsWith(path, "~/") && !home.empty()) path = home + path.substr(1);
     return path;
-  }
-
-  std::string Describe(const SharedFile& file) const {
-    if (!file.path().empty()) return file.path();
-    return "(no file: HOME is not set)";
   }
 
   Status FindProfile(AwsSettings* out) {
@@ -342,10 +81,10 @@ class Loader {
     std::string msg =
         "AWS profile '" + profile + "' (from " + from +
         ") not found: expected [" + profile + "] in " +
-        Describe(credentials_file_) +
+        credentials_file_.Describe() +
         (credentials_file_.exists() ? "" : " (missing)") + " or [" +
         (profile == kDefaultProfile ? profile : "profile " + profile) +
-        "] in " + Describe(config_file_) +
+        "] in " + config_file_.Describe() +
         (config_file_.exists() ? "" : " (missing)");
     if (config_file_.HasUnprefixed(profile)) {
       msg += "; the config file has [" + profile +
@@ -354,85 +93,20 @@ class Loader {
     return Status::InvalidArgument(msg);
   }
 
-  // Static keys of `section`, if it has any; a half pair is an error.
-  Status KeysFrom(const SharedFile& file, const Section* section,
-                  Credentials* credentials, bool* found) const {
-    *found = false;
-    if (section == nullptr) return Status::OK();
-    const Setting* id = section->Find("aws_access_key_id");
-    const Setting* secret = section->Find("aws_secret_access_key");
-    if (id == nullptr && secret == nullptr) return Status::OK();
-    if (id == nullptr || secret == nullptr) {
-      const Setting* present = id != nullptr ? id : secret;
-      return Status::InvalidArgument(
-          file.At(present->line) + section->header + ": expected both " +
-          "aws_access_key_id and aws_secret_access_key; found only " +
-          (id != nullptr ? "aws_access_key_id" : "aws_secret_access_key"));
-    }
-    credentials->access_key_id = id->value;
-    credentials->secret_access_key = secret->value;
-    const Setting* token = section->Find("aws_session_token");
-    if (token != nullptr) credentials->session_token = token->value;
-    *found = true;
-    return Status::OK();
-  }
-
-  Status UnsupportedSourceError(const std::string& profile) const {
-    const std::pair<const SharedFile*, const Section*> places[] = {
-        {&config_file_, config_section_},
-        {&credentials_file_, credentials_section_}};
-    for (const auto& [file, section] : places) {
-      if (section == nullptr) continue;
-      for (const UnsupportedSource& u : kUnsupportedSources) {
-        const Setting* setting = section->Find(u.key);
-        if (setting == nullptr) continue;
-        return Status::InvalidArgument(
-            file->At(setting->line) + section->header + ": profile '" +
-            profile + "' gets its credentials from '" + u.key + "' (" + u.what +
-            "), which ufspack does not support; export "
-            "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN "
-            "instead, e.g. eval \"$(aws configure export-credentials "
-            "--profile " +
-            profile +
-            " --format env)\", or give the profile aws_access_key_id and "
-            "aws_secret_access_key");
-      }
-    }
-    return Status::OK();
-  }
-
   Status LoadCredentials(AwsSettings* out) {
-    const std::string id = Env("AWS_ACCESS_KEY_ID");
-    const std::string secret = Env("AWS_SECRET_ACCESS_KEY");
-    if (!id.empty() || !secret.empty()) {
-      if (id.empty() || secret.empty()) {
-        return Status::InvalidArgument(
-            std::string("expected both AWS_ACCESS_KEY_ID and "
-                        "AWS_SECRET_ACCESS_KEY in the environment; found "
-                        "only ") +
-            (id.empty() ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID"));
-      }
-      out->credentials.access_key_id = id;
-      out->credentials.secret_access_key = secret;
-      out->credentials.session_token = Env("AWS_SESSION_TOKEN");
-      out->credentials_source = "environment";
-      return Status::OK();
-    }
-    const std::pair<const SharedFile*, const Section*> places[] = {
-        {&credentials_file_, credentials_section_},
-        {&config_file_, config_section_}};
-    for (const auto& [file, section] : places) {
-      bool found = false;
-      Status s = KeysFrom(*file, section, &out->credentials, &found);
-      if (!s.ok()) return s;
-      if (found) {
-        out->credentials_source = file->path() + " " + section->header;
-        return Status::OK();
-      }
-    }
-    Status s = UnsupportedSourceError(out->profile);
+    ChainContext context;
+    context.env = env_;
+    context.credentials_file = &credentials_file_;
+    context.config_file = &config_file_;
+    context.profile = out->profile;
+    context.region = out->region;
+    ChainResult result;
+    Status s = ResolveCredentials(context, &result);
+    out->credentials_steps = std::move(result.steps);
     if (!s.ok()) return s;
-    out->credentials_source = "none (anonymous)";
+    out->credentials = std::move(result.credentials);
+    out->provider = std::move(result.cache);
+    out->credentials_source = std::move(result.source);
     return Status::OK();
   }
 
@@ -477,7 +151,7 @@ class Loader {
 
   static Status ParseBool(const std::string& where, const std::string& value,
                           bool* b) {
-    const std::string v = Lower(value);
+    const std::string v = AsciiLower(value);
     if (v == "true" || v == "false") {
       *b = v == "true";
       return Status::OK();
@@ -487,7 +161,7 @@ class Loader {
   }
 
   static Status CheckUrl(const std::string& where, const std::string& url) {
-    const std::string lower = Lower(url);
+    const std::string lower = AsciiLower(url);
     if (StartsWith(lower, "http://") || StartsWith(lower, "https://")) {
       return Status::OK();
     }
@@ -556,7 +230,7 @@ class Loader {
                                ? config_section_->Find("s3.addressing_style")
                                : nullptr;
     if (style == nullptr) return Status::OK();
-    const std::string v = Lower(style->value);
+    const std::string v = AsciiLower(style->value);
     if (v == "auto") {
       out->addressing = Addressing::kAuto;
     } else if (v == "virtual") {
@@ -586,6 +260,16 @@ class Loader {
   const Section* config_section_ = nullptr;
 };
 
+// "2026-11-27T10:42:30Z".
+std::string UtcTime(int64_t seconds) {
+  const time_t t = static_cast<time_t>(seconds);
+  std::tm tm;
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
 const char* AddressingName(Addressing a) {
   switch (a) {
     case Addressing::kVirtual:
@@ -600,13 +284,17 @@ const char* AddressingName(Addressing a) {
 
 }  // namespace
 
-std::string AwsSettings::Describe() const {
+std::string AwsSettings::DescribeWhere() const {
   std::string out = "profile '" + profile + "', region " + region +
                     ", endpoint " +
                     (endpoint_url.empty() ? "AWS" : endpoint_url) +
                     ", addressing " + AddressingName(addressing);
   if (!ca_bundle.empty()) out += ", CA bundle " + ca_bundle;
-  out += ", credentials: " + credentials_source;
+  return out;
+}
+
+std::string AwsSettings::DescribeCredentials() const {
+  std::string out = credentials_source;
   if (!credentials.empty()) {
     // Like "aws configure list": only the last 4 characters of the key id.
     const std::string& id = credentials.access_key_id;
@@ -615,6 +303,36 @@ std::string AwsSettings::Describe() const {
            (credentials.session_token.empty() ? ")" : ", with session token)");
   }
   return out;
+}
+
+std::string AwsSettings::Describe() const {
+  return DescribeWhere() + ", credentials: " + DescribeCredentials();
+}
+
+std::string AwsSettings::Explain(const Status& status) const {
+  std::string out;
+  if (!region.empty()) out += "AWS settings: " + DescribeWhere() + "\n";
+  if (credentials_steps.empty()) {
+    out += "credential providers: none asked (the settings above failed)\n";
+  } else {
+    out += "credential providers, in the order asked:\n";
+    for (size_t i = 0; i < credentials_steps.size(); ++i) {
+      out += "  " + std::to_string(i + 1) + ". " +
+             credentials_steps[i].provider + ": " +
+             credentials_steps[i].outcome + "\n";
+    }
+  }
+  if (!status.ok()) return out + "error: " + status.ToString() + "\n";
+  out += "credentials: " + DescribeCredentials() + "\n";
+  if (provider == nullptr) return out + "requests: unsigned (anonymous)\n";
+  const int64_t expires = provider->expiration();
+  if (expires == 0) return out + "expires: never\n";
+  const int64_t now = ::time(nullptr);
+  return out + "expires: " + UtcTime(expires) + " (in " +
+         std::to_string(expires - now) + " s); refreshed from " +
+         UtcTime(provider->refresh_at()) + " (" +
+         std::to_string(kRefreshMarginSeconds / 60) +
+         " min before expiry, or half their lifetime when shorter)\n";
 }
 
 Status LoadAwsSettings(const EnvLookup& env, AwsSettings* settings) {
@@ -629,6 +347,14 @@ Status LoadAwsSettings(const EnvLookup& env, AwsSettings* settings) {
 Status LoadAwsSettings(AwsSettings* settings) {
   return LoadAwsSettings([](const char* name) { return std::getenv(name); },
                          settings);
+}
+
+Status ExplainAwsSettings(const EnvLookup& env, std::string* text) {
+  AwsSettings loaded;
+  Loader loader(env);
+  Status s = loader.Load(&loaded);
+  *text = loaded.Explain(s);
+  return s;
 }
 
 }  // namespace remote

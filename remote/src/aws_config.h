@@ -3,12 +3,9 @@
 // S3 settings the way AWS's own tools read them: environment variables,
 // then the shared config and credentials files, for one profile.
 //
-//   credentials  AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+
-//   AWS_SESSION_TOKEN)
-//                > [profile] in AWS_SHARED_CREDENTIALS_FILE
-//                (~/.aws/credentials) > [profile NAME] / [default] in
-//                AWS_CONFIG_FILE (~/.aws/config) none found: anonymous
-//                (unsigned) requests
+//   credentials  the provider chain of credential_chain.h, first match
+//                wins (docs/remote.md, "Credentials"); none found:
+//                anonymous (unsigned) requests
 //   profile      AWS_PROFILE (else AWS_DEFAULT_PROFILE, else "default")
 //   region       AWS_REGION > AWS_DEFAULT_REGION > the profile's region
 //                > "us-east-1"
@@ -20,19 +17,26 @@
 //                path style with a custom endpoint)
 //   TLS          AWS_CA_BUNDLE > the profile's ca_bundle
 //
-// Not supported (say so in errors and docs): credential_process, SSO,
-// assume-role profiles (role_arn), web identity, EC2/ECS instance metadata.
-// A profile that uses one of them and has no static keys is an error
-// naming the profile and the key, not a silent fall back to anonymous.
+// Not supported (say so in errors and docs): SSO profiles.  A profile that
+// uses one and has no static keys is an error naming the profile and the
+// key, not a silent fall back to anonymous.
 //
-// Thread safety: pure functions of their inputs.
+// Thread safety: safe to call from any thread; credentials that can expire
+// come from a process-wide CredentialsCache (credentials.h) shared by
+// every load that chose the same provider, and the load fetches them
+// once when the cache has none.
 // Secrets: AwsSettings::Describe() never includes a secret or a token.
 #ifndef UFSPACK_REMOTE_AWS_CONFIG_H_
 #define UFSPACK_REMOTE_AWS_CONFIG_H_
 
 #include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "credential_chain.h"
+#include "credentials.h"
+#include "credentials_cache.h"
 #include "sigv4.h"
 #include "ufspack/status.h"
 
@@ -42,32 +46,50 @@ namespace remote {
 enum class Addressing { kAuto, kVirtual, kPath };
 
 struct AwsSettings {
-  Credentials credentials;  // empty: anonymous
-  std::string profile;      // the profile used ("default" when none named)
+  // The credentials as loaded (for Describe); requests are signed with
+  // what `provider` gives at the time, which refreshes expiring ones.
+  Credentials credentials;                     // empty: anonymous
+  std::shared_ptr<CredentialsCache> provider;  // null: anonymous
+  std::string profile;  // the profile used ("default" when none named)
   std::string region;
   std::string endpoint_url;  // empty: AWS (https://s3.<region>.amazonaws.com)
   Addressing addressing = Addressing::kAuto;
   std::string ca_bundle;  // empty: the system's trust store
   // Where the credentials came from, for messages: "environment",
-  // "/root/.aws/credentials [default]", "none (anonymous)".
+  // "/root/.aws/credentials [default]", "container credentials (URL)",
+  // "none (anonymous; tried ...: why)".
   std::string credentials_source;
+  // Each provider of the chain asked, in order, and what came of it.
+  std::vector<CredentialsStep> credentials_steps;
 
   // One line for messages and --verbose: profile, region, endpoint,
   // addressing and credentials_source.  Never a secret or token.
   std::string Describe() const;
+  // Its two halves: where requests go, and which credentials sign them.
+  std::string DescribeWhere() const;
+  std::string DescribeCredentials() const;
+  // Several lines for --explain-credentials: the settings, each provider
+  // asked and why it was skipped, failed or chosen, the credentials and
+  // when they expire and are refreshed; `status` is the load's outcome
+  // (an error ends the text).  Never a secret or token.
+  std::string Explain(const Status& status) const;
 };
 
-// getenv-like lookup; returns nullptr when unset (tests pass their own).
-using EnvLookup = std::function<const char*(const char*)>;
-
 // Loads the settings.  A missing config or credentials file is fine; an
-// unreadable or malformed one, a named profile that exists nowhere, or a
-// profile with unsupported credential sources and no keys is an
-// InvalidArgument naming the file, the line and what was expected.
+// unreadable or malformed one, a named profile that exists nowhere, a
+// profile with unsupported credential sources and no keys, or a
+// configured credential_process or container endpoint that fails is an
+// error naming the provider, the file or URL and what was expected.
+// EC2 instance metadata is the last resort: when it fails the requests
+// are anonymous and credentials_source says why.
 Status LoadAwsSettings(const EnvLookup& env, AwsSettings* settings);
 
 // LoadAwsSettings with the process environment (::getenv).
 Status LoadAwsSettings(AwsSettings* settings);
+
+// Loads the settings as LoadAwsSettings does and sets *text to their
+// Explain() (also when loading fails); returns the load's status.
+Status ExplainAwsSettings(const EnvLookup& env, std::string* text);
 
 }  // namespace remote
 }  // namespace ufspack

@@ -143,6 +143,7 @@ struct Active {
   curl_slist* headers = nullptr;
   char errbuf[CURL_ERROR_SIZE] = {0};
   bool too_long = false;
+  bool sign_failed = false;  // Start() failed because the signer did
   std::chrono::steady_clock::time_point first_start;
   bool started = false;
 };
@@ -391,10 +392,21 @@ void Classify(Active* a, CURLcode rc) {
   }
 }
 
-// Starts an attempt of a->t; false when libcurl cannot make a handle (out
-// of memory).
+// Starts an attempt of a->t; false when the signer fails (no usable
+// credentials: a->sign_failed, t->status says why) or libcurl cannot make
+// a handle (out of memory).
 bool Start(Session* s, Active* a, const RemoteOptions& options) {
   Transfer* t = a->t;
+  std::vector<Header> headers = t->headers;
+  a->sign_failed = false;
+  if (t->sign) {
+    Status signed_ok = t->sign(*t, &headers);
+    if (!signed_ok.ok()) {
+      t->status = signed_ok.WithContext(Describe(*t));
+      a->sign_failed = true;
+      return false;
+    }
+  }
   CURL* e = s->Easy();
   a->easy = e;
   if (e == nullptr) return false;
@@ -455,8 +467,6 @@ bool Start(Session* s, Active* a, const RemoteOptions& options) {
             std::to_string(t->range_begin + t->range_length - 1);
     curl_easy_setopt(e, CURLOPT_RANGE, range.c_str());  // copied by curl
   }
-  std::vector<Header> headers = t->headers;
-  if (t->sign) t->sign(*t, &headers);
   curl_slist* list = curl_slist_append(nullptr, "Expect:");
   for (const Header& h : headers) {
     list = curl_slist_append(list, (h.first + ": " + h.second).c_str());
@@ -542,10 +552,12 @@ Status RunTransfers(Transfer* const* transfers, size_t count,
         break;
       }
       if (!Start(s, &actives[k], options)) {
-        transfers[k]->status =
-            Status::IOError(Describe(*transfers[k]) +
-                            ": libcurl could not start a transfer "
-                            "(out of memory?)");
+        if (!actives[k].sign_failed) {
+          transfers[k]->status =
+              Status::IOError(Describe(*transfers[k]) +
+                              ": libcurl could not start a transfer "
+                              "(out of memory?)");
+        }
         if (first_error.ok()) first_error = transfers[k]->status;
         stop = true;
         break;
@@ -624,6 +636,38 @@ Status RunTransfers(Transfer* const* transfers, size_t count,
   }
   Pool().Release(std::move(session));
   return first_error;
+}
+
+bool XmlText(const std::string& xml, const std::string& tag,
+             std::string* text) {
+  const std::string open = "<" + tag + ">", close = "</" + tag + ">";
+  const size_t b = xml.find(open);
+  if (b == std::string::npos) return false;
+  const size_t e = xml.find(close, b + open.size());
+  if (e == std::string::npos) return false;
+  const std::string raw = xml.substr(b + open.size(), e - b - open.size());
+  static const std::pair<const char*, char> kEntities[] = {{"&amp;", '&'},
+                                                           {"&lt;", '<'},
+                                                           {"&gt;", '>'},
+                                                           {"&quot;", '"'},
+                                                           {"&apos;", '\''}};
+  text->clear();
+  for (size_t i = 0; i < raw.size();) {
+    bool decoded = false;
+    if (raw[i] == '&') {
+      for (const auto& ent : kEntities) {
+        if (raw.compare(i, std::char_traits<char>::length(ent.first),
+                        ent.first) == 0) {
+          text->push_back(ent.second);
+          i += std::char_traits<char>::length(ent.first);
+          decoded = true;
+          break;
+        }
+      }
+    }
+    if (!decoded) text->push_back(raw[i++]);
+  }
+  return true;
 }
 
 }  // namespace remote

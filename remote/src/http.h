@@ -54,8 +54,9 @@ struct Transfer {
   std::string payload_sha256;
   std::vector<Header> headers;  // sent on every attempt
   // Called before every attempt to add per-attempt headers (a SigV4
-  // signature with the attempt's date).
-  std::function<void(const Transfer&, std::vector<Header>*)> sign;
+  // signature with the attempt's date and the credentials current then).
+  // An error (no usable credentials) fails the transfer, not retried.
+  std::function<Status(const Transfer&, std::vector<Header>*)> sign;
   // Non-empty: a 2xx response whose ETag differs is an error (the object
   // changed), not retried.
   std::string expect_etag;
@@ -93,6 +94,10 @@ void CountCoalesced(uint64_t n);
 
 // "<url>" without its query string (which may hold a signature).
 std::string Redact(const std::string& url);
+
+// The text of the first <tag>...</tag> in `xml` (an S3 or STS answer),
+// with the five predefined entities decoded; false when there is none.
+bool XmlText(const std::string& xml, const std::string& tag, std::string* text);
 
 }  // namespace remote
 }  // namespace ufspack

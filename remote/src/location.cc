@@ -164,8 +164,13 @@ void Prepare(const std::shared_ptr<const ObjectLocation>& loc,
   }
   t->url = loc->url + EncodeQuery(query);
   t->headers.emplace_back("Host", loc->host);
-  if (loc->settings->credentials.empty()) return;  // anonymous
-  t->sign = [loc, query](const Transfer& tr, std::vector<Header>* add) {
+  if (loc->settings->provider == nullptr) return;  // anonymous
+  t->sign = [loc, query](const Transfer& tr,
+                         std::vector<Header>* add) -> Status {
+    // The credentials current now (cheap: a cached pointer, refreshed
+    // by the first request that finds them due).
+    std::shared_ptr<const Credentials> credentials;
+    UFSPACK_RETURN_IF_ERROR(loc->settings->provider->Get(&credentials));
     static const std::string kEmptyHash =
         "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
     SigningRequest req;
@@ -191,9 +196,9 @@ void Prepare(const std::shared_ptr<const ObjectLocation>& loc,
     scope.service = "s3";
     scope.amz_date = AmzDateNow();
     scope.s3 = true;
-    std::vector<Header> signed_headers =
-        Sign(req, loc->settings->credentials, scope);
+    std::vector<Header> signed_headers = Sign(req, *credentials, scope);
     add->insert(add->end(), signed_headers.begin(), signed_headers.end());
+    return Status::OK();
   };
 }
 

@@ -54,40 +54,6 @@ bool StartsWith(const std::string& s, const char* prefix) {
   return s.rfind(prefix, 0) == 0;
 }
 
-// The text of the first <tag>...</tag> in `xml`, with the five predefined
-// entities decoded; false when there is none.
-bool XmlText(const std::string& xml, const std::string& tag,
-             std::string* text) {
-  const std::string open = "<" + tag + ">", close = "</" + tag + ">";
-  const size_t b = xml.find(open);
-  if (b == std::string::npos) return false;
-  const size_t e = xml.find(close, b + open.size());
-  if (e == std::string::npos) return false;
-  const std::string raw = xml.substr(b + open.size(), e - b - open.size());
-  static const std::pair<const char*, char> kEntities[] = {{"&amp;", '&'},
-                                                           {"&lt;", '<'},
-                                                           {"&gt;", '>'},
-                                                           {"&quot;", '"'},
-                                                           {"&apos;", '\''}};
-  text->clear();
-  for (size_t i = 0; i < raw.size();) {
-    bool decoded = false;
-    if (raw[i] == '&') {
-      for (const auto& ent : kEntities) {
-        if (raw.compare(i, std::char_traits<char>::length(ent.first),
-                        ent.first) == 0) {
-          text->push_back(ent.second);
-          i += std::char_traits<char>::length(ent.first);
-          decoded = true;
-          break;
-        }
-      }
-    }
-    if (!decoded) text->push_back(raw[i++]);
-  }
-  return true;
-}
-
 std::string XmlEscape(const std::string& s) {
   std::string out;
   for (char c : s) {

@@ -25,11 +25,17 @@ using test::WriteFile;
 
 constexpr char kSecret[] = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
 constexpr char kToken[] = "IQoJb3JpZ2luX2VjEXAMPLETOKEN/+=";
+constexpr char kAnonymous[] =
+    "none (anonymous; EC2 instance metadata disabled by "
+    "AWS_EC2_METADATA_DISABLED)";
 
 // A fake environment: HOME is a fresh TempDir unless the test changes it.
 class AwsConfigTest : public ::testing::Test {
  protected:
-  AwsConfigTest() { env_["HOME"] = home_.path(); }
+  AwsConfigTest() {
+    env_["HOME"] = home_.path();
+    env_["AWS_EC2_METADATA_DISABLED"] = "true";  // no metadata service
+  }
 
   std::string CredentialsPath() const { return home_ / ".aws/credentials"; }
   std::string ConfigPath() const { return home_ / ".aws/config"; }
@@ -77,10 +83,10 @@ TEST_F(AwsConfigTest, NothingConfiguredIsAnonymousInUsEast1) {
   EXPECT_EQ(s.endpoint_url, "");
   EXPECT_EQ(s.addressing, Addressing::kAuto);
   EXPECT_EQ(s.ca_bundle, "");
-  EXPECT_EQ(s.credentials_source, "none (anonymous)");
+  EXPECT_EQ(s.credentials_source, kAnonymous);
 
   UnsetEnv("HOME");  // no default file locations at all
-  EXPECT_EQ(MustLoad().credentials_source, "none (anonymous)");
+  EXPECT_EQ(MustLoad().credentials_source, kAnonymous);
 }
 
 TEST_F(AwsConfigTest, EnvironmentKeysWinOverTheFiles) {
@@ -322,8 +328,10 @@ TEST_F(AwsConfigTest, MissingNamedProfileNamesBothFiles) {
 }
 
 TEST_F(AwsConfigTest, UnsupportedCredentialSourcesAreErrors) {
-  const char* const keys[] = {"role_arn", "credential_process", "sso_session",
-                              "sso_start_url", "web_identity_token_file"};
+  // (credential_process is supported: credentials_test.cc.)
+  // (web_identity_token_file without role_arn: its own error, below.)
+  // (role_arn: assume role, credentials_test.cc; alone, its own error.)
+  const char* const keys[] = {"sso_session", "sso_start_url"};
   for (const char* key : keys) {
     SCOPED_TRACE(key);
     WriteConfig(std::string("[profile work]\nregion = us-east-2\n") + key +
@@ -340,6 +348,13 @@ TEST_F(AwsConfigTest, UnsupportedCredentialSourcesAreErrors) {
                          "work --format env"))
         << msg;
   }
+  WriteConfig("[profile work]\nweb_identity_token_file = /t\n");
+  const std::string web = LoadError();
+  EXPECT_TRUE(Contains(web, ConfigPath() +
+                                ":2: [profile work]: "
+                                "web_identity_token_file needs role_arn"))
+      << web;
+  WriteConfig("[profile work]\nsso_start_url = something\n");
   // With keys in the environment, or static keys in the profile, there is
   // nothing to complain about.
   SetEnv("AWS_ACCESS_KEY_ID", "AKIDENV");
@@ -435,9 +450,11 @@ TEST_F(AwsConfigTest, DescribeNeverShowsSecretOrToken) {
   EXPECT_TRUE(Contains(d2, CredentialsPath() + " [default]")) << d2;
 
   env_.clear();
+  env_["AWS_EC2_METADATA_DISABLED"] = "true";
   EXPECT_EQ(MustLoad().Describe(),
             "profile 'default', region us-east-1, endpoint AWS, addressing "
-            "auto, credentials: none (anonymous)");
+            "auto, credentials: " +
+                std::string(kAnonymous));
 }
 
 }  // namespace

@@ -167,14 +167,32 @@ std::string Http(const std::string& method, const std::string& url,
 }  // namespace
 
 void ClearAwsEnv() {
-  for (const char* v :
-       {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
-        "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_REGION",
-        "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3",
-        "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "AWS_CONFIG_FILE",
-        "AWS_SHARED_CREDENTIALS_FILE"}) {
+  for (const char* v : {"AWS_ACCESS_KEY_ID",
+                        "AWS_SECRET_ACCESS_KEY",
+                        "AWS_SESSION_TOKEN",
+                        "AWS_PROFILE",
+                        "AWS_DEFAULT_PROFILE",
+                        "AWS_REGION",
+                        "AWS_DEFAULT_REGION",
+                        "AWS_ENDPOINT_URL",
+                        "AWS_ENDPOINT_URL_S3",
+                        "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
+                        "AWS_CONFIG_FILE",
+                        "AWS_SHARED_CREDENTIALS_FILE",
+                        "AWS_WEB_IDENTITY_TOKEN_FILE",
+                        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                        "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+                        "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+                        "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+                        "AWS_ROLE_ARN",
+                        "AWS_ROLE_SESSION_NAME",
+                        "AWS_ENDPOINT_URL_STS",
+                        "AWS_EC2_METADATA_V1_DISABLED"}) {
     ::unsetenv(v);
   }
+  // Anonymous tests must not ask a metadata service.
+  ::setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
   // No ~/.aws of the machine's user.
   ::setenv("AWS_CONFIG_FILE", "/nonexistent/ufspack-test/config", 1);
   ::setenv("AWS_SHARED_CREDENTIALS_FILE",

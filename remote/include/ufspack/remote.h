@@ -23,9 +23,13 @@
 // under a running reader is an error, never a mix of two packs' bytes.
 //
 // S3 settings (credentials, region, endpoint, addressing) come from the
-// standard AWS environment variables and shared files; see docs/remote.md.
-// No credential ever appears in a message: URLs are shown without their
-// query string, and request headers are never shown.
+// standard AWS environment variables and shared files; credentials from
+// AWS's provider chain (environment, web identity, assume role, shared-file
+// keys, credential_process, container credentials, EC2 instance metadata
+// IMDSv2), refreshed before
+// they expire and shared by the process's readers; see docs/remote.md,
+// "Credentials".  No credential ever appears in a message: URLs are shown
+// without their query string, and request headers are never shown.
 //
 // Packs, single or merged, are written to S3 with UploadPack() (`ufspack
 // build DIR -o s3://... [--parts N]` builds locally, then uploads);
@@ -34,7 +38,8 @@
 // Thread safety: all functions are thread-safe.  Files opened through the
 // registered storage may be read from any number of threads at once.
 // Fork safety: a child process never uses its parent's connections (they
-// are left to the parent and new ones are made).
+// are left to the parent and new ones are made), nor a credentials
+// refresh its parent had in flight (it refreshes on its own when due).
 #ifndef UFSPACK_REMOTE_H_
 #define UFSPACK_REMOTE_H_
 
@@ -95,6 +100,16 @@ struct RemoteStats {
   uint64_t coalesced = 0;  // ranges served by a request merged with others
 };
 UFSPACK_EXPORT RemoteStats GetRemoteStats();
+
+// Where the credentials for `url` come from, as `ufspack info URL
+// --explain-credentials` prints it: for s3:// the AWS settings, each
+// provider of the chain asked (in order) and why it was skipped, failed or
+// chosen, the credentials chosen (the last 4 characters of the access key
+// id, never a secret or token) and when they expire and are refreshed; for
+// http(s):// that requests are unsigned.  *text is set also when the
+// settings or the credentials cannot be loaded; the status says so.
+UFSPACK_EXPORT Status ExplainCredentials(const std::string& url,
+                                         std::string* text);
 
 // --- Uploading to S3 ------------------------------------------------------
 
