@@ -23,7 +23,7 @@ set -euo pipefail
 BUILD=(build-essential cmake ninja-build pkg-config git tar
        libzstd-dev libxxhash-dev zlib1g-dev libopencv-dev libturbojpeg0-dev
        libjpeg-dev
-       libcli11-dev
+       libcli11-dev libarchive-dev
        libssl-dev libcurl4-openssl-dev)
 PYTHON=(python3 python3-dev pybind11-dev python3-venv python3-pip
         python3-numpy python3-pil python3-torch python3-torchvision)

@@ -10,7 +10,7 @@ cmake --install "$BUILD" --prefix "$TMP/prefix" >/dev/null
 
 # Only the public API is installed: exactly these headers, none of the
 # internal ones (format.h, coding.h, file.h, text.h, parallel.h).
-expected="builder.h cache.h decode.h export.h layout.h merge.h reader.h record_cache.h remote.h scan.h status.h transform.h types.h version.h"
+expected="builder.h cache.h decode.h export.h layout.h merge.h reader.h record_cache.h remote.h sample_writer.h scan.h status.h transform.h types.h version.h"
 if ! grep -q "UFSPACK_BUILD_DECODE:BOOL=ON" "$BUILD/CMakeCache.txt"; then
   expected=${expected/decode.h /}
   expected=${expected/transform.h /}

@@ -28,7 +28,8 @@
 namespace ufspack {
 namespace cli {
 
-const char kBuildHelp[] = R"(Usage: ufspack build <dir> [-o <out>] [options]
+const char kBuildHelp[] =
+    R"(Usage: ufspack build <dir>|<archive> [-o <out>] [options]
 
 Packs the files under <dir> into <out>/data.ufs and <out>/index.ufs.
 <out> may be s3://bucket/prefix/name.ufspack: the pack is built in a
@@ -46,8 +47,21 @@ followed, become the samples, in ImageFolder's order.  Only files whose
 lower-cased name ends with .jpg .jpeg .png .ppm .bmp .pgm .tif .tiff
 .webp are packed.  Labels, order and names match ImageFolder exactly.
 
+<archive>: a tar (plain or .gz .bz2 .xz .zst), a zip, or another format
+libarchive reads, packed as the tree that extracting it gives, with
+nothing extracted: the archive is read once, in order.  A top-level
+member that is itself an archive is a class named after it without its
+suffix (ImageNet's train tar holds n01440764.tar, ...).  Records are
+stored in archive order (layout "source"; the index is in ImageFolder
+order as always); --part, --parts and --layout shuffled need a tree.  A
+member named outside the tree (.., an absolute path) or twice, a size
+far beyond what the archive can hold, and a damaged or truncated archive
+fail the build; links, devices and archives nested deeper are skipped
+and reported, encrypted members too with --skip-unreadable.
+
 Options:
-  -o, --output <out>        output directory (default: ./<name of dir>.ufspack)
+  -o, --output <out>        output directory (default: ./<name of dir or
+                            archive, without its suffix>.ufspack)
                             created if missing; an existing pack there is
                             replaced only when the new one is complete;
                             or an s3:// URL (credentials, region, endpoint
@@ -126,6 +140,7 @@ Exit status: 0 packed, 1 failed (nothing written), 2 usage error,
 
 Examples:
   ufspack build /nas/imagenet/train -o /nas/imagenet/train.ufspack
+  ufspack build ILSVRC2012_img_train.tar -o /nas/imagenet/train.ufspack
   ufspack build logs/ --flat --all-files --compress zstd:9 -o logs.pack
   ufspack build train/ -j64 --skip-unreadable --json > build.json
   ufspack build /data/train -o s3://my-bucket/datasets/train.ufspack
@@ -140,6 +155,9 @@ std::string DefaultOutput(const std::string& src) {
   while (s.size() > 1 && s.back() == '/') s.pop_back();
   size_t slash = s.find_last_of('/');
   std::string base = slash == std::string::npos ? s : s.substr(slash + 1);
+  if (std::string_view stem = ArchiveStem(base); !stem.empty()) {
+    base = std::string(stem);
+  }
   if (base.empty() || base == "." || base == ".." || base == "/") base = "pack";
   return base + ".ufspack";
 }

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "archive_build.h"
 #include "build_internal.h"
 #include "class_queue.h"
 #include "pack_writer_impl.h"
@@ -118,17 +119,17 @@ Status DescribeSource(const std::string& root,
   UFSPACK_RETURN_IF_ERROR(writer->SetMetadata(kMetaSourceRoot, root));
   UFSPACK_RETURN_IF_ERROR(
       writer->SetMetadata(kMetaLayout, DataLayoutName(options.layout)));
-  // Which files were selected: "*" (all) or the extension list.  Readers
-  // that filter like ImageFolder use it to know whether they must.
-  std::string selection = "*";
-  if (!options.scan.all_files) {
-    selection.clear();
-    for (const std::string& e : NormalizeExtensions(options.scan.extensions)) {
-      if (!selection.empty()) selection += ',';
-      selection += e;
-    }
+  return writer->SetMetadata(kMetaExtensions, ExtensionSelection(options.scan));
+}
+
+std::string ExtensionSelection(const ScanOptions& scan) {
+  if (scan.all_files) return "*";
+  std::string selection;
+  for (const std::string& e : NormalizeExtensions(scan.extensions)) {
+    if (!selection.empty()) selection += ',';
+    selection += e;
   }
-  return writer->SetMetadata(kMetaExtensions, selection);
+  return selection;
 }
 
 Status DescribeSource(const ScanResult& scan, const BuildOptions& options,
@@ -608,6 +609,9 @@ Status Builder::Finish(Status s) {
 Status BuildPack(const std::string& src, const std::string& out_dir,
                  const BuildOptions& options, BuildSummary* summary) {
   *summary = BuildSummary();
+  if (internal::IsArchiveSource(src)) {
+    return internal::BuildFromArchive(src, out_dir, options, summary);
+  }
   Builder builder(src, options, summary);
   return builder.Run(out_dir);
 }

@@ -35,6 +35,11 @@ Status DescribeSource(const std::string& root,
                       const std::vector<std::string>& classes,
                       const BuildOptions& options, PackWriter* writer);
 
+// Which files a build selected, as metadata kMetaExtensions records it: "*"
+// (all) or the normalized extension list, comma-separated.  Readers that
+// filter like ImageFolder use it to know whether they must.
+std::string ExtensionSelection(const ScanOptions& scan);
+
 // Reads scan.entries (with options.threads in flight), adds them to
 // `writer` in order and publishes the pack (Finish); fills *summary.  On
 // error the writer is abandoned and its directory left as it was.

@@ -208,6 +208,9 @@ Status PackWriterImpl::CheckRecord(uint32_t label, std::string_view name) {
 }
 
 Status PackWriterImpl::CheckLabel(uint32_t label, std::string_view name) {
+  if (in_run_ && run_labels_deferred_ && label == kNoLabel) {
+    return Status::OK();  // set and checked by EndRun(assign)
+  }
   if (options_.flat) {
     if (label != kNoLabel) {
       return Fail(Status::InvalidArgument(std::string(name) +
@@ -276,9 +279,46 @@ Status PackWriterImpl::BeginRun() {
   return Status::OK();
 }
 
+Status PackWriterImpl::BeginDeferredRun() {
+  UFSPACK_RETURN_IF_ERROR(BeginRun());
+  run_labels_deferred_ = true;
+  return Status::OK();
+}
+
+Status PackWriterImpl::EndRun(const RunAssigner& assign) {
+  UFSPACK_RETURN_IF_ERROR(status_);
+  if (!in_run_ || !run_labels_deferred_) {
+    return Fail(
+        Status::InvalidArgument("EndRun(assign) outside a deferred run"));
+  }
+  run_labels_deferred_ = false;
+  const size_t n = held_.size();
+  std::vector<uint64_t> positions(n);
+  std::vector<uint32_t> labels(n);
+  {
+    std::vector<std::string_view> names(n);
+    for (size_t k = 0; k < n; ++k) {
+      names[k] = held_[k].name;
+      positions[k] = held_[k].position;
+      labels[k] = held_[k].entry.label;
+    }
+    Status s = assign(names, &positions, &labels);
+    if (!s.ok()) return Fail(s);
+  }
+  for (size_t k = 0; k < n; ++k) {
+    held_[k].position = positions[k];
+    held_[k].entry.label = labels[k];
+    UFSPACK_RETURN_IF_ERROR(CheckLabel(labels[k], held_[k].name));
+  }
+  return EndRun();
+}
+
 Status PackWriterImpl::EndRun() {
   UFSPACK_RETURN_IF_ERROR(status_);
   if (!in_run_) return Fail(Status::InvalidArgument("EndRun() outside a run"));
+  if (run_labels_deferred_) {
+    return Fail(Status::InvalidArgument("EndRun() of a deferred run"));
+  }
   in_run_ = false;
   std::sort(held_.begin(), held_.end(),
             [](const HeldRecord& a, const HeldRecord& b) {
@@ -333,12 +373,34 @@ Status PackWriterImpl::AddPrepared(std::string_view name, uint32_t label,
 
 Status PackWriterImpl::AddFromFd(std::string_view name, uint32_t label, int fd,
                                  uint64_t size, const std::string& path) {
+  struct stat before;
+  const bool have_before = ::fstat(fd, &before) == 0;
+  auto read = [&](char* buf, size_t cap, size_t* got) -> Status {
+    for (;;) {
+      const ssize_t r = ::read(fd, buf, cap);
+      if (r >= 0) {
+        *got = static_cast<size_t>(r);
+        return Status::OK();
+      }
+      if (errno != EINTR) return Status::FromErrno(path + ": read", errno);
+    }
+  };
+  auto check = [&](uint64_t done) -> Status {
+    if (done != size || (have_before && internal::ChangedSince(fd, before))) {
+      return internal::ChangedWhileRead(path, size, done);
+    }
+    return Status::OK();
+  };
+  return AddStreamed(name, label, size, read, check);
+}
+
+Status PackWriterImpl::AddStreamed(
+    std::string_view name, uint32_t label, uint64_t size,
+    const ChunkReader& read, const std::function<Status(uint64_t)>& check) {
   UFSPACK_RETURN_IF_ERROR(status_);
   UFSPACK_RETURN_IF_ERROR(CheckRecord(label, name));
   UFSPACK_RETURN_IF_ERROR(FlushData());
   const uint64_t start = data_offset_;
-  struct stat before;
-  const bool have_before = ::fstat(fd, &before) == 0;
   // On a source error, cut the data file back to where this record began so
   // the pack stays consistent and the build may go on (skip_unreadable).
   auto rewind = [&](Status source_error) -> Status {
@@ -355,22 +417,18 @@ Status PackWriterImpl::AddFromFd(std::string_view name, uint32_t label, int fd,
   std::string chunk(kWriteBufferSize, '\0');
   uint64_t done = 0;
   for (;;) {
-    ssize_t r = ::read(fd, chunk.data(), chunk.size());
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return rewind(Status::FromErrno(path + ": read", errno));
-    }
-    if (r == 0) break;
-    done += static_cast<uint64_t>(r);
+    size_t got = 0;
+    Status s = read(chunk.data(), chunk.size(), &got);
+    if (!s.ok()) return rewind(s);
+    if (got == 0) break;
+    done += got;
     if (done > size) break;
-    UFSPACK_XXH3_UPDATE(state.get(), chunk.data(), static_cast<size_t>(r));
-    Status s = internal::WriteAll(data_fd_, chunk.data(),
-                                  static_cast<size_t>(r), data_tmp_);
+    UFSPACK_XXH3_UPDATE(state.get(), chunk.data(), got);
+    s = internal::WriteAll(data_fd_, chunk.data(), got, data_tmp_);
     if (!s.ok()) return Fail(s);
   }
-  if (done != size || (have_before && internal::ChangedSince(fd, before))) {
-    return rewind(internal::ChangedWhileRead(path, size, done));
-  }
+  Status s = check(done);
+  if (!s.ok()) return rewind(s);
   data_offset_ += size;
   return AppendEntry(name, label, Codec::kRaw, size, size,
                      XXH3_64bits_digest(state.get()));

@@ -12,6 +12,7 @@
 #define UFSPACK_PACKER_SRC_PACK_WRITER_IMPL_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -65,6 +66,16 @@ class UFSPACK_EXPORT PackWriterImpl {
                      const PreparedRecord& record);
   Status AddFromFd(std::string_view name, uint32_t label, int fd, uint64_t size,
                    const std::string& path);
+  // Appends the bytes `read` yields (it fills up to `cap` bytes of `buf`
+  // and sets *got; 0 at the end) as a raw record of `size` bytes, in
+  // bounded memory; then `check(bytes read)` (at most size + one chunk)
+  // says whether the source was whole.  A failed read or check cuts
+  // data.ufs back to where the record began and returns that error; the
+  // writer stays usable.
+  using ChunkReader = std::function<Status(char* buf, size_t cap, size_t* got)>;
+  Status AddStreamed(std::string_view name, uint32_t label, uint64_t size,
+                     const ChunkReader& read,
+                     const std::function<Status(uint64_t done)>& check);
   Status SetMetadata(std::string_view key, std::string_view value);
 
   // A run of records whose data order differs from their index order (the
@@ -78,6 +89,19 @@ class UFSPACK_EXPORT PackWriterImpl {
   Status BeginRun();
   void SetRunPosition(uint64_t position) { run_position_ = position; }
   Status EndRun();
+
+  // A run whose order and labels are known only at its end (records added
+  // in any order: SampleWriter): Add*() takes kNoLabel and checks no label;
+  // EndRun(assign) calls `assign` once with the held records' names in the
+  // order added, to set each one's position and label (`positions` and
+  // `labels` come sized to match, positions as SetRunPosition() gave
+  // them); both are then checked as EndRun() checks them, so every class
+  // must be declared by then (`assign` may declare them).
+  Status BeginDeferredRun();
+  using RunAssigner = std::function<Status(
+      const std::vector<std::string_view>& names,
+      std::vector<uint64_t>* positions, std::vector<uint32_t>* labels)>;
+  Status EndRun(const RunAssigner& assign);
 
   Status Finish(PackId* pack_id);
   void Abandon();
@@ -134,6 +158,7 @@ class UFSPACK_EXPORT PackWriterImpl {
     std::string name;
   };
   bool in_run_ = false;
+  bool run_labels_deferred_ = false;
   uint64_t run_position_ = 0;
   std::vector<HeldRecord> held_;
   std::vector<ClassEntry> classes_;

@@ -8,6 +8,7 @@
 #define UFSPACK_PACKER_SRC_PROGRESS_REPORTER_H_
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <utility>
 
@@ -44,17 +45,20 @@ class ProgressReporter {
     if (report_) report_(progress_);
   }
   // Reports if a quarter of a second went by since the last report.
-  void Tick(const PackWriter& writer) {
+  void Tick(const PackWriter& writer) { Tick(writer.data_bytes()); }
+  // Tick() with data.ufs's size so far given.
+  void Tick(uint64_t data_bytes) {
     if (!report_) return;
     auto now = std::chrono::steady_clock::now();
     if (now - last_ >= std::chrono::milliseconds(250)) {
       last_ = now;
-      Report(writer);
+      Report(data_bytes);
     }
   }
-  void Report(const PackWriter& writer) {
+  void Report(const PackWriter& writer) { Report(writer.data_bytes()); }
+  void Report(uint64_t data_bytes) {
     if (refresh_) refresh_(&progress_);
-    progress_.bytes_out = writer.data_bytes();
+    progress_.bytes_out = data_bytes;
     progress_.seconds = SecondsSince(start_);
     if (report_) report_(progress_);
   }

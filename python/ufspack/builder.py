@@ -71,6 +71,12 @@ def build(
 ) -> BuildSummary:
     """Packs the tree at ``src`` into ``dst`` (``data.ufs`` + ``index.ufs``).
 
+    ``src`` may be an archive file (tar, plain or .gz/.bz2/.xz/.zst, zip, ...):
+    it is read once, with nothing extracted, and packed as the tree that
+    extracting it gives, each top-level member archive (ImageNet's
+    ``n01440764.tar``) a class named after it (docs/cli.md, "Building from an
+    archive"); ``layout="shuffled"`` and ``parts`` need a tree.
+
     ``dst`` may be an ``s3://bucket/prefix`` URL: the pack is built in a
     fresh directory under ``staging`` (default: the system's temporary
     directory; it needs room for the whole pack), uploaded (data.ufs first,

@@ -322,6 +322,14 @@ class Pack(Sequence):
         return None if v is None else os.fsdecode(v)
 
     @property
+    def layout(self) -> Optional[str]:
+        """The order of the records in data.ufs: ``"sorted"`` (the index's),
+        ``"shuffled:SEED"``, or ``"source"`` (the order an archive or a
+        writer gave them); None when the pack does not say."""
+        v = self._handle.get().metadata(b"layout")
+        return None if v is None else os.fsdecode(v)
+
+    @property
     def info(self) -> PackInfo:
         """Header facts: version, pack_id, records, classes, sizes, paths."""
         d = self._handle.get().info()

@@ -211,11 +211,22 @@ struct BuildSummary {
   static constexpr size_t kMaxWarnings = 1000;
 };
 
-// Packs the tree at `src` into `out_dir` (data.ufs + index.ufs).
+// Packs the tree at `src` into `out_dir` (data.ufs + index.ufs).  A
+// regular file `src` is read as an archive (tar, compressed or not, zip,
+// ...): packed as the tree extracting it gives, each top-level member that
+// is itself an archive a class named by ArchiveStem(); read once, in
+// order, with no scratch copy; records stored in archive order (metadata
+// kMetaLayout "source"); options.parts and options.layout.shuffled are
+// refused (docs/cli.md, "Building from an archive").
 UFSPACK_EXPORT Status BuildPack(const std::string& src,
                                 const std::string& out_dir,
                                 const BuildOptions& options,
                                 BuildSummary* summary);
+
+// `name` without an archive suffix (.tar, .tar.gz, .tgz, .tar.bz2, .tbz2,
+// .tar.xz, .txz, .tar.zst, .tzst, .zip; ASCII case-insensitive); empty if
+// it has none.
+UFSPACK_EXPORT std::string_view ArchiveStem(std::string_view name);
 
 }  // namespace ufspack
 
