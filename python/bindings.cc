@@ -431,4 +431,5 @@ PYBIND11_MODULE(_core, m) {
   AddTransforms(m);
   AddRemote(m);
   AddPacker(m);
+  AddWriter(m);
 }

@@ -22,6 +22,8 @@ void AddTransforms(py::module_& m);
 void AddRemote(py::module_& m);
 // build, append, merge (packer_bindings.cc).
 void AddPacker(py::module_& m);
+// SampleWriter, encode_manifest (writer_bindings.cc).
+void AddWriter(py::module_& m);
 
 }  // namespace ufspack
 

@@ -19,6 +19,7 @@ from ufspack.builder import AppendSummary, BuildSummary, MergeSummary, append, b
 from ufspack.cache import Cache, CacheTierStats
 from ufspack.dataset import IMG_EXTENSIONS, BadSampleWarning, ImageFolder, MyImageFolder, skip_none_collate
 from ufspack.pack import Pack, PackInfo, RecordInfo
+from ufspack.writer import Writer, WriterSummary, WriteSummary, write
 
 __all__ = [
     "BadSampleWarning",
@@ -35,9 +36,13 @@ __all__ = [
     "Pack",
     "PackInfo",
     "RecordInfo",
+    "Writer",
+    "WriterSummary",
+    "WriteSummary",
     "__version__",
     "append",
     "build",
     "merge",
     "skip_none_collate",
+    "write",
 ]

@@ -6,7 +6,7 @@ import concurrent.futures
 import os
 import shutil
 import tempfile
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, TypedDict, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, TypedDict, Union
 
 from ufspack import _core
 from ufspack.pack import PathLike
@@ -144,14 +144,7 @@ def build(
                                compress=compress, layout=layout, extensions=extensions,
                                all_files=all_files, flat=flat, allow_empty=allow_empty,
                                skip_unreadable=skip_unreadable)  # type: ignore[return-value]
-    mode, level = "none", 3
-    if compress:
-        name, _, lvl = compress.partition(":")
-        if name != "zstd":
-            raise ValueError(f"compress must be 'zstd' or 'zstd:<level>', not {compress!r}")
-        mode = "zstd"
-        if lvl:
-            level = int(lvl)
+    mode, level = _parse_compress(compress)
     bar = None
     callback: Optional[ProgressFn] = None
     if callable(progress):
@@ -292,18 +285,50 @@ def _fsencode(path: PathLike) -> bytes:
     return os.fsencode(os.fspath(path))
 
 
-def _build_part(src: str, dst: str, part: int, parts: int, options: Dict[str, Any]) -> BuildSummary:
+def _parse_compress(compress: Optional[str]) -> Tuple[str, int]:
+    """``compress`` as build and Writer take it (None, ``"zstd"``,
+    ``"zstd:<level>"``) -> (mode, level) for _core."""
+    if not compress:
+        return "none", 3
+    name, _, lvl = compress.partition(":")
+    if name != "zstd":
+        raise ValueError(f"compress must be 'zstd' or 'zstd:<level>', not {compress!r}")
+    return "zstd", int(lvl) if lvl else 3
+
+
+def _build_part(part_dir: str, src: str, part: int, parts: int, options: Dict[str, Any]) -> BuildSummary:
     """One part of ``build(parts=N)``, run on an executor's worker."""
-    return build(src, dst, parts=parts, part=part, progress=False, **options)
+    return build(src, part_dir, parts=parts, part=part, progress=False, **options)
 
 
 def _build_in_parts(src: PathLike, dst: PathLike, parts: int,
                     executor: Optional[concurrent.futures.Executor],
                     progress: Union[bool, ProgressFn], **options: Any) -> Dict[str, Any]:
+    src_s = os.path.abspath(os.fsdecode(os.fspath(src)))
+    return _run_in_parts(dst, _build_part, [(src_s, k, parts, options) for k in range(parts)],
+                         executor, progress, lambda names, dst_s, _: dict(merge(names, dst_s)),
+                         "building")
+
+
+def _run_in_parts(dst: PathLike, task: Callable[..., Any], args: Sequence[Tuple[Any, ...]],
+                  executor: Optional[concurrent.futures.Executor],
+                  progress: Union[bool, ProgressFn, None],
+                  merge_parts: Callable[[List[str], str, List[Any]], Dict[str, Any]],
+                  doing: str) -> Dict[str, Any]:
+    """Runs ``task(part_dir, *args[k])`` for each part k, on ``executor``
+    (None: here, one after another), each into a fresh
+    ``dst/parts-XXXXXXXX/part-NNNNN``, then ``merge_parts(part_dirs, dst,
+    results)``, which publishes ``dst`` and returns its summary.  The
+    previous parts directories in ``dst`` are removed once the merge is
+    published; on any error the new parts are removed and ``dst`` is left
+    as it was.  ``progress``, when callable, gets (parts done, parts, 0, 0)
+    as each part ends; ``doing`` words the note an error from a part gets.
+    Returns merge_parts' summary plus ``part_summaries`` (the results in
+    part order) and ``seconds``."""
     import time
 
     started = time.monotonic()
-    src_s = os.path.abspath(os.fsdecode(os.fspath(src)))
+    parts = len(args)
     dst_s = os.path.abspath(os.fsdecode(os.fspath(dst)))
     os.makedirs(dst_s, exist_ok=True)
     if os.path.exists(os.path.join(dst_s, "index.ufs")):
@@ -312,17 +337,16 @@ def _build_in_parts(src: PathLike, dst: PathLike, parts: int,
     work = tempfile.mkdtemp(prefix="parts-", dir=dst_s)
     names = [os.path.join(work, f"part-{k:05d}") for k in range(parts)]
     report: Optional[ProgressFn] = progress if callable(progress) else None
-    summaries: List[Optional[BuildSummary]] = [None] * parts
+    summaries: List[Any] = [None] * parts
     ok = False
     try:
         if executor is None:
             for k in range(parts):
-                summaries[k] = _build_part(src_s, names[k], k, parts, options)
+                summaries[k] = task(names[k], *args[k])
                 if report:
                     report(k + 1, parts, 0, 0)
         else:
-            futures = {executor.submit(_build_part, src_s, names[k], k, parts, options): k
-                       for k in range(parts)}
+            futures = {executor.submit(task, names[k], *args[k]): k for k in range(parts)}
             try:
                 done = 0
                 for f in concurrent.futures.as_completed(futures):
@@ -330,7 +354,7 @@ def _build_in_parts(src: PathLike, dst: PathLike, parts: int,
                     try:
                         summaries[k] = f.result()
                     except BaseException as e:
-                        e.add_note(f"while building part {k}/{parts} into {names[k]}")
+                        e.add_note(f"while {doing} part {k}/{parts} into {names[k]}")
                         raise
                     done += 1
                     if report:
@@ -341,7 +365,7 @@ def _build_in_parts(src: PathLike, dst: PathLike, parts: int,
                 # Wait for what still runs, so nothing writes under `work`
                 # once it is removed.
                 concurrent.futures.wait(list(futures))
-        summary: Dict[str, Any] = dict(merge(names, dst_s))
+        summary = merge_parts(names, dst_s, summaries)
         ok = True
     finally:
         if not ok:
