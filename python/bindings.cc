@@ -189,6 +189,46 @@ class PyReader {
   // with one GIL release: raw records straight into the returned bytes
   // objects, zstd records into strings grown as their frames produce bytes
   // (original_length sizes nothing), copied into bytes objects afterwards.
+  // Records [first, first + count) as bytes, each back-to-back run of them
+  // read with one request (Reader::ReadRange): a multi-file sample.
+  py::list ReadRange(uint64_t first, uint64_t count) const {
+    Batch b;
+    Status s;
+    {
+      py::gil_scoped_release nogil;
+      s = reader_->ReadRange(first, count, &b);
+    }
+    Check(s);
+    py::list out(count);
+    for (uint64_t k = 0; k < count; ++k) {
+      SetNewBytes(out, k, b.data.data() + b.offsets[k],
+                  b.offsets[k + 1] - b.offsets[k]);
+    }
+    return out;
+  }
+
+  // (starts, fields, fields_complete) of Reader::SampleStarts: starts as
+  // an int64 array of samples + 1 entries, fields as bytes.
+  py::tuple SampleStarts() const {
+    std::vector<uint64_t> starts;
+    std::vector<std::string> fields;
+    bool complete = true;
+    Status s;
+    {
+      py::gil_scoped_release nogil;
+      s = reader_->SampleStarts(&starts, &fields, 256, &complete);
+    }
+    Check(s);
+    py::array_t<int64_t> a(static_cast<py::ssize_t>(starts.size()));
+    int64_t* p = a.mutable_data();
+    for (size_t k = 0; k < starts.size(); ++k) {
+      p[k] = static_cast<int64_t>(starts[k]);
+    }
+    py::list f;
+    for (const std::string& x : fields) f.append(py::bytes(x));
+    return py::make_tuple(a, f, complete);
+  }
+
   py::list ReadBatch(const std::vector<uint64_t>& indices, int threads) const {
     const size_t n = indices.size();
     std::vector<Record> recs(n);
@@ -400,6 +440,9 @@ void AddReader(py::module_& m) {
       .def("read_into", &PyReader::ReadInto, py::arg("i"), py::arg("buffer"))
       .def("read_batch", &PyReader::ReadBatch, py::arg("indices"),
            py::arg("threads") = 4)
+      .def("read_range", &PyReader::ReadRange, py::arg("first"),
+           py::arg("count"))
+      .def("sample_starts", &PyReader::SampleStarts)
       .def("read_decode", &PyReader::ReadDecode, py::arg("i"))
       .def("read_decode_batch", &PyReader::ReadDecodeBatch, py::arg("indices"),
            py::arg("threads") = 4)

@@ -57,8 +57,9 @@ py::dict Build(
     const std::optional<std::vector<std::string>>& extensions, bool all_files,
     bool flat, bool allow_empty, bool skip_unreadable,
     const std::function<void(uint64_t, uint64_t, uint64_t, uint64_t)>& progress,
-    uint32_t part, uint32_t parts) {
+    uint32_t part, uint32_t parts, const std::string& label_field) {
   BuildOptions o;
+  o.label_field = label_field;
   o.threads = threads;
   o.part = part;
   o.parts = parts;
@@ -184,7 +185,7 @@ void AddPacker(py::module_& m) {
         py::arg("extensions") = py::none(), py::arg("all_files") = false,
         py::arg("flat") = false, py::arg("allow_empty") = false,
         py::arg("skip_unreadable") = false, py::arg("progress") = nullptr,
-        py::arg("part") = 0, py::arg("parts") = 1);
+        py::arg("part") = 0, py::arg("parts") = 1, py::arg("label_field") = "");
   m.def("append", &Append, py::arg("pack"), py::arg("dir"),
         py::arg("relabel") = false, py::arg("threads") = 32,
         py::arg("skip_unreadable") = false, py::arg("files") = py::none(),

@@ -58,6 +58,11 @@ member named outside the tree (.., an absolute path) or twice, a size
 far beyond what the archive can hold, and a damaged or truncated archive
 fail the build; links, devices and archives nested deeper are skipped
 and reported, encrypted members too with --skip-unreadable.
+WebDataset shards: a brace pattern ('shards-{000000..000099}.tar', quoted)
+or {a,b} list names several archives, read one after another into one
+pack; their samples (000123.jpg, 000123.cls, ... sharing a key) stay
+together, and --label-field labels them (or --flat packs them without
+classes).
 
 Options:
   -o, --output <out>        output directory (default: ./<name of dir or
@@ -116,6 +121,10 @@ Options:
                             named by its path relative to <dir>
       --allow-empty         keep class directories with no matching file
                             (ImageFolder refuses them; so does build by default)
+      --label-field <f>     archives (WebDataset shards): each sample's label
+                            is the decimal number in its file of field <f>
+                            (000123.cls for --label-field cls); the classes
+                            are 0, 1, ...; files need no class directory
       --skip-unreadable     skip (and report) files or directories that cannot
                             be read or change while being read, instead of failing
   -q, --quiet               no progress and no summary
@@ -141,6 +150,7 @@ Exit status: 0 packed, 1 failed (nothing written), 2 usage error,
 Examples:
   ufspack build /nas/imagenet/train -o /nas/imagenet/train.ufspack
   ufspack build ILSVRC2012_img_train.tar -o /nas/imagenet/train.ufspack
+  ufspack build 'shards-{000000..000099}.tar' --label-field cls --all-files
   ufspack build logs/ --flat --all-files --compress zstd:9 -o logs.pack
   ufspack build train/ -j64 --skip-unreadable --json > build.json
   ufspack build /data/train -o s3://my-bucket/datasets/train.ufspack
@@ -157,6 +167,14 @@ std::string DefaultOutput(const std::string& src) {
   std::string base = slash == std::string::npos ? s : s.substr(slash + 1);
   if (std::string_view stem = ArchiveStem(base); !stem.empty()) {
     base = std::string(stem);
+  }
+  // A shard pattern ("shards-{000000..000099}"): the name before it.
+  if (size_t brace = base.find('{'); brace != std::string::npos) {
+    base.erase(brace);
+    while (!base.empty() && (base.back() == '-' || base.back() == '_' ||
+                             base.back() == '.')) {
+      base.pop_back();
+    }
   }
   if (base.empty() || base == "." || base == ".." || base == "/") base = "pack";
   return base + ".ufspack";
@@ -369,6 +387,7 @@ int ParseBuildArgs(const Argv& argv, BuildArgs* a) {
   app.add_flag("--all-files", all_files);
   app.add_flag("--flat", flat);
   app.add_flag("--allow-empty", allow_empty);
+  app.add_option("--label-field", a->options.label_field);
   app.add_flag("--skip-unreadable", skip_unreadable);
   app.add_flag("-q,--quiet", a->quiet);
   app.add_flag("--no-progress", a->no_progress);

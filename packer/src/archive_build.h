@@ -23,6 +23,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ufspack/builder.h"
 #include "ufspack/status.h"
@@ -30,15 +31,24 @@
 namespace ufspack {
 namespace internal {
 
-// Whether BuildPack takes `src` as an archive: it is a regular file (or a
-// symlink to one).
+// Whether BuildPack takes `src` as archives: a regular file (or a symlink
+// to one), or a path that does not exist and holds a brace pattern
+// (WebDataset's shard lists, ExpandShards).
 bool IsArchiveSource(const std::string& src);
+
+// The files of a shard pattern, in order: each {FIRST..LAST} a range of
+// zero-padded numbers (as wide as FIRST), each {a,b,c} a list; several
+// groups multiply.  A path without braces is itself.  InvalidArgument for
+// a range that is not one.
+Status ExpandShards(const std::string& pattern, std::vector<std::string>* out);
 
 // No member may declare more than this many bytes per byte of the archive
 // file (deflate's limit is about 1032; more is a zip bomb).
 inline constexpr uint64_t kMaxExpansion = 1100;
 
-Status BuildFromArchive(const std::string& archive, const std::string& out_dir,
+// BuildPack of one archive or of the shards of a pattern (ExpandShards),
+// read one after another into one pack.
+Status BuildFromArchive(const std::string& source, const std::string& out_dir,
                         const BuildOptions& options, BuildSummary* summary);
 
 }  // namespace internal

@@ -79,7 +79,7 @@ Status ArchiveReader::Open(const std::string& path,
   if (a == nullptr) return Status::IOError(path + ": out of memory");
   std::unique_ptr<ArchiveReader> r(new ArchiveReader(a, path, nullptr));
   if (archive_read_open_filename(a, path.c_str(), kBlockSize) != ARCHIVE_OK) {
-    return r->Error(kNotAnArchive);
+    return r->NotAnArchive();
   }
   *reader = std::move(r);
   return Status::OK();
@@ -99,6 +99,15 @@ Status ArchiveReader::OpenNested(ArchiveReader* outer,
   return Status::OK();
 }
 
+Status ArchiveReader::NotAnArchive() const {
+  const char* why = archive_error_string(a_);
+  return Status::InvalidArgument(
+      label_ +
+      ": not a directory, nor an archive ufspack reads (tar, optionally "
+      ".gz/.bz2/.xz/.zst, zip, ...): " +
+      (why != nullptr ? why : "unknown format"));
+}
+
 Status ArchiveReader::Error(const std::string& what) const {
   const char* why = archive_error_string(a_);
   std::string where = label_;
@@ -116,6 +125,7 @@ Status ArchiveReader::Next(ArchiveMember* member, bool* more) {
     return Status::OK();
   }
   if (rc < ARCHIVE_WARN) {  // RETRY or FATAL: nothing more can be read
+    if (member_.empty() && outer_ == nullptr) return NotAnArchive();
     return Error(member_.empty() ? kNotAnArchive
                                  : "damaged or truncated after this member");
   }

@@ -50,7 +50,8 @@ class ArchiveReader {
   ArchiveReader& operator=(const ArchiveReader&) = delete;
 
   // The next member's header; false at the end of the archive.  Corruption
-  // for a damaged or truncated archive.
+  // for a damaged or truncated archive; InvalidArgument when the file is no
+  // archive at all (no first header).
   Status Next(ArchiveMember* member, bool* more);
   // Up to `cap` bytes of the current member into `buf`; *got 0 at its end.
   Status Read(char* buf, size_t cap, size_t* got);
@@ -67,6 +68,8 @@ class ArchiveReader {
                          ArchiveReader* outer,
                          std::unique_ptr<ArchiveReader>* reader);
   Status Error(const std::string& what) const;
+  // InvalidArgument: the file is not an archive libarchive reads.
+  Status NotAnArchive() const;
 
   struct archive* a_;
   std::string label_;

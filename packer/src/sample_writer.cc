@@ -78,7 +78,21 @@ class SampleWriter::Rep {
   Status Admit(std::string_view name, uint32_t label) {
     UFSPACK_RETURN_IF_ERROR(writer_->status());
     if (finished_) return Status::InvalidArgument("the writer is closed");
-    UFSPACK_RETURN_IF_ERROR(CheckName(name, options_.writer.flat));
+    UFSPACK_RETURN_IF_ERROR(
+        CheckName(name, options_.writer.flat || options_.labels_given));
+    if (options_.labels_given) {
+      if (label != kNoLabel &&
+          (label >= kNoLabel - 1 ||
+           (!classes_.empty() && label >= classes_.size()))) {
+        return Status::InvalidArgument(
+            EscapeBytes(name) + ": label " + std::to_string(label) +
+            " out of range" +
+            (classes_.empty()
+                 ? std::string()
+                 : " (" + std::to_string(classes_.size()) + " classes given)"));
+      }
+      return Status::OK();
+    }
     if (options_.writer.flat) {
       if (label != kNoLabel) {
         return Status::InvalidArgument(EscapeBytes(name) +
@@ -170,6 +184,9 @@ class SampleWriter::Rep {
   }
 
   PackWriter* writer() { return writer_.get(); }
+  void SetLabelOf(std::function<Status(std::string_view, uint32_t*)> f) {
+    label_of_ = std::move(f);
+  }
   const std::string& out_dir() const { return writer_->out_dir(); }
   const Status& status() const { return writer_->status(); }
   uint64_t sample_count() const { return labels_.size(); }
@@ -224,11 +241,45 @@ class SampleWriter::Rep {
         " (allow_empty keeps them, as ImageFolder's allow_empty)");
   }
 
+  // labels_given: the caller's labels, and classes "0".."max" unless fixed.
+  Status GivenLabels(const std::vector<std::string_view>& names,
+                     std::vector<uint32_t>* labels) {
+    uint32_t top = 0;
+    for (size_t k = 0; k < names.size(); ++k) {
+      uint32_t l = labels_[k];
+      if (l == kNoLabel && label_of_) {
+        UFSPACK_RETURN_IF_ERROR(label_of_(names[k], &l));
+      }
+      if (l == kNoLabel) {
+        return Status::InvalidArgument(EscapeBytes(names[k]) +
+                                       ": no label given");
+      }
+      if (!classes_.empty() && l >= classes_.size()) {
+        return Status::InvalidArgument(EscapeBytes(names[k]) + ": label " +
+                                       std::to_string(l) + " out of range (" +
+                                       std::to_string(classes_.size()) +
+                                       " classes given)");
+      }
+      (*labels)[k] = l;
+      top = std::max(top, l + 1);
+    }
+    if (classes_.empty()) {
+      for (uint32_t c = 0; c < top; ++c) classes_.push_back(std::to_string(c));
+    }
+    for (const std::string& c : classes_) {
+      if (options_.classes.empty())
+        UFSPACK_RETURN_IF_ERROR(writer_->AddClass(c));
+    }
+    return Status::OK();
+  }
+
   Status Assign(const std::vector<std::string_view>& names,
                 std::vector<uint64_t>* positions,
                 std::vector<uint32_t>* labels) {
     const bool flat = options_.writer.flat;
-    if (!flat) {
+    if (options_.labels_given) {
+      UFSPACK_RETURN_IF_ERROR(GivenLabels(names, labels));
+    } else if (!flat) {
       if (classes_.empty()) UFSPACK_RETURN_IF_ERROR(DeriveClasses(names));
       UFSPACK_RETURN_IF_ERROR(LabelSamples(names, labels));
     }
@@ -258,6 +309,7 @@ class SampleWriter::Rep {
   std::map<std::string, uint32_t> fixed_;  // class name -> label
   std::vector<uint32_t> labels_;           // as given, in the order added
   std::set<std::string> declared_;         // AddClass() of derived classes
+  std::function<Status(std::string_view, uint32_t*)> label_of_;
   uint64_t compressed_ = 0;
   bool finished_ = false;
 };
@@ -265,7 +317,8 @@ class SampleWriter::Rep {
 Status SampleWriter::Create(const std::string& out_dir,
                             const SampleWriterOptions& options,
                             std::unique_ptr<SampleWriter>* writer) {
-  if (options.writer.flat && !options.classes.empty()) {
+  if (options.writer.flat &&
+      (!options.classes.empty() || options.labels_given)) {
     return Status::InvalidArgument("a pack without classes takes no classes");
   }
   std::map<std::string, int> seen;
@@ -299,6 +352,10 @@ Status SampleWriter::AddStreamed(
     std::string_view name, uint64_t size, const ChunkReader& read,
     const std::function<Status(uint64_t done)>& check, uint32_t label) {
   return rep_->AddStreamed(name, size, read, check, label);
+}
+void SampleWriter::SetLabelOf(
+    std::function<Status(std::string_view name, uint32_t* label)> label_of) {
+  rep_->SetLabelOf(std::move(label_of));
 }
 Status SampleWriter::AddClass(std::string_view name) {
   return rep_->AddClass(name);

@@ -19,6 +19,7 @@ from ufspack.builder import AppendSummary, BuildSummary, MergeSummary, append, b
 from ufspack.cache import Cache, CacheTierStats
 from ufspack.dataset import IMG_EXTENSIONS, BadSampleWarning, ImageFolder, MyImageFolder, skip_none_collate
 from ufspack.pack import Pack, PackInfo, RecordInfo
+from ufspack.samples import SampleDataset
 from ufspack.writer import Writer, WriterSummary, WriteSummary, write
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "Pack",
     "PackInfo",
     "RecordInfo",
+    "SampleDataset",
     "Writer",
     "WriterSummary",
     "WriteSummary",

@@ -68,6 +68,7 @@ def build(
     parts: int = 1,
     part: Optional[int] = None,
     executor: Optional[concurrent.futures.Executor] = None,
+    label_field: Optional[str] = None,
 ) -> BuildSummary:
     """Packs the tree at ``src`` into ``dst`` (``data.ufs`` + ``index.ufs``).
 
@@ -75,7 +76,11 @@ def build(
     it is read once, with nothing extracted, and packed as the tree that
     extracting it gives, each top-level member archive (ImageNet's
     ``n01440764.tar``) a class named after it (docs/cli.md, "Building from an
-    archive"); ``layout="shuffled"`` and ``parts`` need a tree.
+    archive"); ``layout="shuffled"`` and ``parts`` need a tree.  A brace
+    pattern (``"shards-{000000..000099}.tar"``) names several archives
+    (WebDataset shards), packed into one pack; ``label_field="cls"`` labels
+    each sample by the number in its ``.cls`` file (classes ``"0"``, ``"1"``,
+    ...), as ``--label-field``.
 
     ``dst`` may be an ``s3://bucket/prefix`` URL: the pack is built in a
     fresh directory under ``staging`` (default: the system's temporary
@@ -138,8 +143,11 @@ def build(
         return _build_remote(src, dst_text, threads=threads, compress=compress, layout=layout,
                              extensions=extensions, all_files=all_files, flat=flat,
                              allow_empty=allow_empty, skip_unreadable=skip_unreadable,
-                             progress=progress, staging=staging, parts=parts, executor=executor)
+                             progress=progress, staging=staging, parts=parts, executor=executor,
+                             label_field=label_field)
     if parts > 1 and part is None:
+        if label_field:
+            raise ValueError("label_field is for archives, which are built whole (no parts)")
         return _build_in_parts(src, dst, parts, executor, progress=progress, threads=threads,
                                compress=compress, layout=layout, extensions=extensions,
                                all_files=all_files, flat=flat, allow_empty=allow_empty,
@@ -183,6 +191,7 @@ def build(
             progress=callback,
             part=part or 0,
             parts=parts,
+            label_field=label_field or "",
         )
     finally:
         if bar is not None:

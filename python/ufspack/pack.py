@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 import os
 from collections.abc import Sequence
-from typing import Any, Iterator, List, Optional, TypedDict, Union, overload
+from typing import Any, Dict, Iterator, List, Optional, TypedDict, Union, overload
 
 from ufspack import _core
 from ufspack.cache import Cache, CacheArg, resolve_cache
@@ -180,6 +180,7 @@ class Pack(Sequence):
         self.cache = resolve_cache(cache)
         self._handle = _Handle(_fsencode(path), verify, self.cache)
         self._len = len(self._handle.get())
+        self._samples: Any = None  # SampleIndex, made on first use
 
     # --- lifetime -----------------------------------------------------------
 
@@ -242,6 +243,36 @@ class Pack(Sequence):
 
     def _block_plan_inputs(self) -> tuple:
         return self._handle.get(), None
+
+    # --- multi-file samples (ufspack.samples) --------------------------------
+
+    def _sample_index(self) -> Any:
+        """The pack's SampleIndex, made on first use (one pass over the
+        names) and kept."""
+        if self._samples is None:
+            from ufspack.samples import SampleIndex
+
+            self._samples = SampleIndex(self._handle.get())
+        return self._samples
+
+    @property
+    def num_samples(self) -> int:
+        """How many multi-file samples the pack holds: records grouped by
+        key, as WebDataset groups a shard's files (``ufspack.samples``)."""
+        return len(self._sample_index())
+
+    def sample(self, key: Union[int, str, bytes]) -> Dict[str, bytes]:
+        """The fields of a multi-file sample, ``{field: bytes}``, by sample
+        index or by key (``"train/000123"`` for ``train/000123.jpg``,
+        ``train/000123.cls``, ...), read with one request (one pread) when
+        its files lie back to back, as the packer writes them.  IndexError
+        or KeyError when there is no such sample."""
+        from ufspack.samples import read_sample
+
+        index = self._sample_index()
+        reader = self._handle.get()
+        s = index.find(reader, key) if isinstance(key, (str, bytes)) else operator.index(key)
+        return read_sample(reader, index, s)[1]
 
     def read_many(self, keys: Sequence, threads: int = 4) -> List[bytes]:
         """Original bytes of several records (indices or names), read on up

@@ -435,34 +435,56 @@ Status SinglePack::ReadStoredMany(const Record* records, char* const* dsts,
       for (size_t k = 0; k < count; ++k) lookup(k);
     }
   }
-  std::vector<RandomAccessFile::ReadOp> ops;
-  std::vector<size_t> which;
-  ops.reserve(count);
+  // One pread for records whose stored bytes lie back to back both in
+  // data.ufs and in the destination (a multi-file sample, a batch of
+  // neighbours): `runs[j]` covers records which[first[j], first[j + 1]).
+  // A remote data file merges neighbours itself (with its own gap and size
+  // rules, counted in RemoteStats::coalesced), so it gets them one by one.
+  const bool merge = !data_->prefers_batches();
+  std::vector<RandomAccessFile::ReadOp> runs;
+  std::vector<size_t> which, first;
+  runs.reserve(count);
   which.reserve(count);
   for (size_t k = 0; k < count; ++k) {
     const Record& r = records[k];
     if (hit[k]) continue;
+    const size_t n = static_cast<size_t>(r.stored_length);
+    if (merge && !runs.empty()) {
+      RandomAccessFile::ReadOp& last = runs.back();
+      if (last.offset + last.n == r.offset && last.dst + last.n == dsts[k]) {
+        last.n += n;
+        which.push_back(k);
+        continue;
+      }
+    }
     RandomAccessFile::ReadOp op;
     op.offset = r.offset;
-    op.n = static_cast<size_t>(r.stored_length);
+    op.n = n;
     op.dst = dsts[k];
-    ops.push_back(op);
+    runs.push_back(op);
+    first.push_back(which.size());
     which.push_back(k);
   }
-  if (ops.empty()) return Status::OK();
-  size_t failed = ops.size();
-  Status s = data_->ReadMany(ops.data(), ops.size(), &failed);
+  if (runs.empty()) return Status::OK();
+  first.push_back(which.size());
+  size_t failed = runs.size();
+  Status s = data_->ReadMany(runs.data(), runs.size(), &failed);
   if (!s.ok()) {
-    if (failed < ops.size()) {
-      const Record& r = records[which[failed]];
+    if (failed < runs.size()) {
+      const Record& r = records[which[first[failed]]];
       return s.WithContext("record " + std::to_string(r.index) + " '" +
                            EscapeBytes(r.name) + "'");
     }
     return s;
   }
-  for (size_t j = 0; j < ops.size(); ++j) {
-    UFSPACK_RETURN_IF_ERROR(
-        CheckStored(records[which[j]], ops[j].dst, ops[j].got));
+  for (size_t j = 0; j < runs.size(); ++j) {
+    size_t left = runs[j].got;  // shared out in order: a short read ends
+    for (size_t i = first[j]; i < first[j + 1]; ++i) {  // the run early
+      const Record& r = records[which[i]];
+      const size_t got = std::min<size_t>(left, r.stored_length);
+      left -= got;
+      UFSPACK_RETURN_IF_ERROR(CheckStored(r, dsts[which[i]], got));
+    }
   }
   return Status::OK();
 }

@@ -175,6 +175,11 @@ struct BuildOptions {
   // the whole tree if smaller.  A class is never cut, so a class larger
   // than this is held whole.
   size_t scan_ahead = size_t{1} << 18;
+  // Archive sources only (WebDataset shards): each sample's label is the
+  // decimal number in its field of this name (the "cls" of 000123.cls);
+  // the classes are "0", "1", ... and every file of a sample needs one
+  // (docs/cli.md, "WebDataset shards").  Empty: labels as ImageFolder's.
+  std::string label_field;
 };
 
 // Metadata of a part built with BuildOptions::parts > 1:

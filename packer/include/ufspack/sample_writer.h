@@ -46,6 +46,13 @@ struct SampleWriterOptions {
   // A class with no sample (only possible with `classes`) is kept, empty,
   // instead of failing Finish(), as BuildOptions::scan.allow_empty.
   bool allow_empty = false;
+  // Labels come from the caller instead of the names' first components
+  // (a WebDataset shard's "cls" fields): a name needs no class directory;
+  // each sample's label is the one given to Add, else what SetLabelOf's
+  // function says at Finish(); the classes are `classes` if given, else
+  // "0", "1", ... up to the largest label (a label no sample has is an
+  // empty class); the index is ordered by label, then by name.
+  bool labels_given = false;
 };
 
 class UFSPACK_EXPORT SampleWriter {
@@ -83,6 +90,11 @@ class UFSPACK_EXPORT SampleWriter {
   // sorted order, and Finish() fails if it stays empty (unless
   // allow_empty).  With fixed classes: InvalidArgument unless one of them.
   Status AddClass(std::string_view name);
+
+  // With labels_given: the label of each sample added without one, asked
+  // at Finish() (an error there fails Finish(), naming the sample).
+  void SetLabelOf(
+      std::function<Status(std::string_view name, uint32_t* label)> label_of);
 
   // As PackWriter::SetMetadata.
   Status SetMetadata(std::string_view key, std::string_view value);

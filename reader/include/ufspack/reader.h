@@ -278,6 +278,31 @@ class UFSPACK_EXPORT Reader {
   Status ReadBatch(const uint64_t* indices, size_t count, Batch* out,
                    int threads = 1) const;
 
+  // Reads records [first, first + count) into one buffer, as ReadBatch of
+  // those indices, with the records' stored bytes that lie back to back in
+  // one data file read with one request (one pread, one ranged GET): a
+  // multi-file sample (SampleStarts) as the packer writes it.  Each record
+  // is checksummed (and a zstd one decoded) on its own.
+  Status ReadRange(uint64_t first, uint64_t count, Batch* out) const;
+
+  // Multi-file samples, as WebDataset groups a shard's files: a record's
+  // *key* is its name up to the first '.' of its last component, its
+  // *field* the rest ("train/000123.seg.png": key "train/000123", field
+  // "seg.png").  The records of one key are consecutive in the index of
+  // every pack (names sort by directory, then by file name).  Sets
+  // starts[s] to the first record of sample s, in index order, and
+  // starts.back() to size(); *fields (if not null) to the distinct fields
+  // seen, at most `max_fields` of them (then *fields_complete is false).
+  // O(records): every name is read once.
+  Status SampleStarts(std::vector<uint64_t>* starts,
+                      std::vector<std::string>* fields = nullptr,
+                      size_t max_fields = 256,
+                      bool* fields_complete = nullptr) const;
+  // The key and field of a record name, as SampleStarts splits it (no
+  // '.' in the last component: the whole name is the key, the field "").
+  static void SplitSampleName(std::string_view name, std::string_view* key,
+                              std::string_view* field);
+
   // Reads raw records[k] into dsts[k] (room for its original_length, as
   // Read(record, dst, capacity) requires) for every k < count: on `threads`
   // threads of the pool from a local pack, as one ReadMany of every

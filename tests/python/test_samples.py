@@ -1,0 +1,200 @@
+"""Multi-file samples (WebDataset's key.field files): Pack.sample and
+SampleDataset read a sample's files with one pread, in any layout give
+the files' bytes, and decode fields as WebDataset's default decoders."""
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import ufspack
+
+
+def jpeg(seed):
+    arr = np.random.default_rng(seed).integers(0, 255, (24, 32, 3)).astype(np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(arr).save(buf, "JPEG", quality=90)
+    return buf.getvalue()
+
+
+def shard_files(n=30):
+    """{name: bytes} of n samples as a WebDataset shard holds them (one
+    sample, 000007, lacks its json; one field has two dots)."""
+    files = {}
+    for i in range(n):
+        k = f"train/{i:06d}"
+        files[k + ".jpg"] = jpeg(i)
+        files[k + ".cls"] = str(i % 4).encode()
+        if i != 7:
+            files[k + ".json"] = json.dumps({"i": i}).encode()
+        if i % 10 == 0:
+            files[k + ".seg.png"] = b"not really a png %d" % i
+    return files
+
+
+@pytest.fixture(scope="module")
+def shard(tmp_path_factory):
+    base = tmp_path_factory.mktemp("shard")
+    files = shard_files()
+    for name, data in files.items():
+        path = base / "tree" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    tar = str(base / "shard-000000.tar")
+    with tarfile.open(tar, "w") as t:
+        for name in sorted(files):  # as WebDataset's TarWriter: key by key
+            info = tarfile.TarInfo(name)
+            info.size = len(files[name])
+            t.addfile(info, io.BytesIO(files[name]))
+    return base, files, tar
+
+
+def build(src, out, **kw):
+    ufspack.build(src, out, flat=True, all_files=True, progress=False, **kw)
+    return out
+
+
+def test_pack_sample_by_key_and_index(shard, tmp_path):
+    base, files, _ = shard
+    pack = ufspack.Pack(build(str(base / "tree"), str(tmp_path / "p")))
+    assert len(pack) == len(files) and pack.num_samples == 30
+    s = pack.sample("train/000010")
+    assert s == {f: files["train/000010." + f] for f in ("cls", "jpg", "json", "seg.png")}
+    assert pack.sample(7) == {"cls": files["train/000007.cls"], "jpg": files["train/000007.jpg"]}
+    assert pack.sample(-1) == pack.sample("train/000029")
+    with pytest.raises(KeyError, match="train/000099"):
+        pack.sample("train/000099")
+    with pytest.raises(IndexError):
+        pack.sample(30)
+
+
+@pytest.mark.parametrize("layout", ["sorted", "shuffled:3", "archive"])
+def test_sample_dataset_in_every_layout(shard, tmp_path, layout):
+    base, files, tar = shard
+    out = str(tmp_path / "p")
+    if layout == "archive":
+        build(tar, out)
+    else:
+        build(str(base / "tree"), out, layout=layout)
+    ds = ufspack.SampleDataset(out, fields=("jpg", "cls", "json"), missing="none")
+    assert len(ds) == 30
+    for i in (0, 7, 13, 29):
+        img, cls, meta = ds[i]
+        k = f"train/{i:06d}"
+        assert ds.keys[i] == k
+        assert cls == i % 4 and meta == (None if i == 7 else {"i": i})
+        ref = Image.open(io.BytesIO(files[k + ".jpg"])).convert("RGB")
+        assert np.array_equal(np.asarray(img), np.asarray(ref))
+    raw = ufspack.SampleDataset(out, decode=False)[10]
+    assert raw["__key__"] == "train/000010" and raw["seg.png"] == files["train/000010.seg.png"]
+
+
+def test_missing_fields_and_transforms(shard, tmp_path):
+    base, _, _ = shard
+    out = build(str(base / "tree"), str(tmp_path / "p"))
+    with pytest.raises(KeyError, match="'train/000007'.*no field 'json'"):
+        ufspack.SampleDataset(out, fields=("jpg", "json"))[7]
+    ds = ufspack.SampleDataset(out, fields=("jpg", "cls"), transform=lambda im: im.size)
+    assert ds[3] == ((32, 24), 3)
+    ds = ufspack.SampleDataset(out, fields=("cls", "json"), transform={"json": lambda d: d["i"] * 10})
+    assert ds[5] == (1, 50)
+    with pytest.raises(ValueError, match="missing"):
+        ufspack.SampleDataset(out, missing="skip")
+
+
+def test_dataloader_workers_sample_by_sample(shard, tmp_path):
+    torch = pytest.importorskip("torch")
+    base, _, _ = shard
+    out = build(str(base / "tree"), str(tmp_path / "p"))
+    ds = ufspack.SampleDataset(out, fields=("cls", "json"), missing="none")
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2)
+    got = [(int(c), m) for c, m in loader]
+    assert got == [ds[i] for i in range(len(ds))]
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
+def test_one_pread_per_sample(shard, tmp_path):
+    base, _, _ = shard
+    out = build(str(base / "tree"), str(tmp_path / "p"))
+    script = (
+        "import os, ufspack\n"
+        f"ds = ufspack.SampleDataset({out!r}, fields=('jpg', 'cls'), decode=False)\n"
+        "len(ds); os.write(2, b'START\\n')\n"
+        "for i in range(len(ds)): ds[i]\n"
+    )
+    log = str(tmp_path / "strace.txt")
+    subprocess.run(["strace", "-f", "-e", "trace=pread64,write", "-o", log, sys.executable, "-c", script],
+                   check=True, env=dict(os.environ))
+    lines = open(log).read().split("START", 1)[1].splitlines()
+    assert sum("pread64(" in line for line in lines) == 30
+
+
+def write_shards(base, n_shards, per_shard, label=lambda i: str(i % 3).encode()):
+    """WebDataset shards as its TarWriter writes them: key by key."""
+    for s in range(n_shards):
+        with tarfile.open(str(base / f"shards-{s:06d}.tar"), "w") as t:
+            for i in range(s * per_shard, (s + 1) * per_shard):
+                fields = {"jpg": jpeg(i), "txt": b"caption %d" % i}
+                if label(i) is not None:
+                    fields["cls"] = label(i)
+                for f, data in fields.items():
+                    info = tarfile.TarInfo(f"{i:06d}.{f}")
+                    info.size = len(data)
+                    t.addfile(info, io.BytesIO(data))
+
+
+def test_webdataset_shards_with_a_label_field(tmp_path):
+    write_shards(tmp_path, 3, 8)
+    out = str(tmp_path / "p")
+    s = ufspack.build(str(tmp_path / "shards-{000000..000002}.tar"), out, all_files=True,
+                      label_field="cls", progress=False)
+    assert s["files"] == 72 and s["classes"] == 3
+    pack = ufspack.Pack(out)
+    assert pack.classes == ["0", "1", "2"] and pack.layout == "source"
+    ds = ufspack.SampleDataset(out, fields=("cls", "txt"))
+    got = sorted((ds.keys[k], ds[k]) for k in range(len(ds)))
+    assert got == [(f"{i:06d}", (i % 3, f"caption {i}")) for i in range(24)]
+    # Each sample's files carry its label; the index is by label, then name.
+    assert [pack.label(i) for i in range(len(pack))] == sorted(pack.label(i) for i in range(len(pack)))
+    images = ufspack.MyImageFolder(out)
+    assert len(images) == 24 and sorted(images.targets) == sorted(i % 3 for i in range(24))
+    # A {a,b} list names the same shards.
+    out2 = str(tmp_path / "p2")
+    ufspack.build(str(tmp_path / "shards-{000000,000001,000002}.tar"), out2, all_files=True,
+                  label_field="cls", progress=False)
+    assert records_of(out2) == records_of(out)
+
+
+def records_of(pack):
+    p = ufspack.Pack(pack)
+    return [(p.name(i), p.label(i), p.read(i)) for i in range(len(p))]
+
+
+def test_webdataset_shard_errors(tmp_path):
+    write_shards(tmp_path, 2, 4, label=lambda i: None if i == 5 else b"%d" % (i % 2))
+    pattern = str(tmp_path / "shards-{000000..000001}.tar")
+    with pytest.raises(ufspack.CorruptPackError, match="sample '000005' has no 'cls' field"):
+        ufspack.build(pattern, str(tmp_path / "p"), all_files=True, label_field="cls", progress=False)
+    with pytest.raises(ValueError, match="no class directories.*--label-field"):
+        ufspack.build(pattern, str(tmp_path / "p"), all_files=True, progress=False)
+    with pytest.raises(FileNotFoundError, match="shards-000002.tar"):
+        ufspack.build(str(tmp_path / "shards-{000000..000002}.tar"), str(tmp_path / "p"),
+                      progress=False)
+    with pytest.raises(ValueError, match="not a range of shard numbers"):
+        ufspack.build(str(tmp_path / "shards-{9..1}.tar"), str(tmp_path / "p"), progress=False)
+    (tmp_path / "bad").mkdir()
+    write_shards(tmp_path / "bad", 1, 2, label=lambda i: b"seven")
+    with pytest.raises(ufspack.CorruptPackError, match="expected a decimal label"):
+        ufspack.build(str(tmp_path / "bad" / "shards-000000.tar"), str(tmp_path / "p"),
+                      all_files=True, label_field="cls", progress=False)
+    assert not (tmp_path / "p" / "index.ufs").exists()
+    # Flat: the samples without labels.
+    s = ufspack.build(pattern, str(tmp_path / "flat"), all_files=True, flat=True, progress=False)
+    assert s["files"] == 23 and ufspack.Pack(str(tmp_path / "flat")).num_samples == 8
