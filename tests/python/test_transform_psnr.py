@@ -3,6 +3,7 @@ bit for bit, and fast_transforms=True (DCT scaling) stays close to it."""
 
 import importlib.util
 import os
+import sys
 
 import pytest
 
@@ -11,6 +12,11 @@ SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "transform
 
 
 def load_bench():
+    # Run as a script, bench/ is on sys.path; loaded as a module, put it there
+    # (the script imports bench/benchlib.py).
+    bench = os.path.dirname(os.path.abspath(SCRIPT))
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
     spec = importlib.util.spec_from_file_location("transform_psnr", SCRIPT)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
