@@ -21,6 +21,7 @@
 #include "errors.h"
 #include "module_parts.h"
 #include "ufspack/manifest.h"
+#include "ufspack/merge.h"
 #include "ufspack/reader.h"
 #include "ufspack/sample_writer.h"
 
@@ -235,6 +236,20 @@ void AddWriter(py::module_& m) {
         py::arg("flat"),
         "EncodeManifest: (manifest bytes, pack id) of a merged pack over "
         "`parts` (dir, relative path, label map) in the order `segments`.");
+  m.def(
+      "publish_manifest",
+      [](const py::bytes& dst, const py::bytes& manifest) {
+        const std::string d = dst, bytes = manifest;
+        Status s;
+        {
+          py::gil_scoped_release nogil;
+          s = PublishMergedManifest(d, bytes);
+        }
+        Check(s);
+      },
+      py::arg("dst"), py::arg("manifest"),
+      "PublishMergedManifest: `manifest` as dst/manifest.ufs, published as "
+      "`ufspack merge` publishes (locked, synced, renamed).");
 }
 
 }  // namespace ufspack

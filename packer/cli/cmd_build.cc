@@ -113,7 +113,9 @@ Options:
                             ufspack.BlockSampler's blocks shuffle well.  The
                             index, the samples and their order are the same
                             either way; the same tree and SEED give the same
-                            pack
+                            pack.  shuffled-samples[:SEED] permutes
+                            multi-file samples (000123.jpg + 000123.cls)
+                            instead of files, each one's files kept together
       --extensions <list>   comma-separated suffixes to pack instead of the
                             image defaults, e.g. .jpg,.png (case-insensitive)
       --all-files           pack every file, whatever its name
@@ -171,8 +173,8 @@ std::string DefaultOutput(const std::string& src) {
   // A shard pattern ("shards-{000000..000099}"): the name before it.
   if (size_t brace = base.find('{'); brace != std::string::npos) {
     base.erase(brace);
-    while (!base.empty() && (base.back() == '-' || base.back() == '_' ||
-                             base.back() == '.')) {
+    while (!base.empty() &&
+           (base.back() == '-' || base.back() == '_' || base.back() == '.')) {
       base.pop_back();
     }
   }

@@ -40,6 +40,7 @@
 #include "ufspack/parallel.h"
 #include "ufspack/posix_io.h"
 #include "ufspack/read_ahead.h"
+#include "ufspack/reader.h"
 
 namespace ufspack {
 namespace {
@@ -188,6 +189,21 @@ Status AddSlot(const ScanEntry& entry, const std::string& path, Slot* slot,
   return s;
 }
 
+// Where each multi-file sample of `entries` starts (consecutive names
+// sharing a key, Reader::SplitSampleName), and entries.size() at the end.
+std::vector<uint32_t> SampleStarts(const std::vector<ScanEntry>& entries) {
+  std::vector<uint32_t> starts;
+  std::string_view last;
+  for (size_t k = 0; k < entries.size(); ++k) {
+    std::string_view key, field;
+    Reader::SplitSampleName(entries[k].name, &key, &field);
+    if (k == 0 || key != last) starts.push_back(static_cast<uint32_t>(k));
+    last = key;
+  }
+  starts.push_back(static_cast<uint32_t>(entries.size()));
+  return starts;
+}
+
 // Reads the files `entries` name (under `root`) with options.threads
 // threads in flight and adds them to the pack in order.  A source that
 // fails is skipped with a warning under skip_unreadable; any other error
@@ -206,8 +222,11 @@ Status AddRecords(const std::string& root,
           "a run of " + std::to_string(entries.size()) +
           " records is too large for the shuffled layout (at most 2^32 - 1)");
     }
-    order = ShuffledRunOrder(static_cast<uint32_t>(entries.size()),
-                             options.layout.seed, run);
+    order = options.layout.samples
+                ? ShuffledSampleOrder(SampleStarts(entries),
+                                      options.layout.seed, run)
+                : ShuffledRunOrder(static_cast<uint32_t>(entries.size()),
+                                   options.layout.seed, run);
     UFSPACK_RETURN_IF_ERROR(impl->BeginRun());
   }
   auto entry_at = [&](size_t n) -> size_t {

@@ -48,9 +48,14 @@ Status ParseDataLayout(std::string_view text, DataLayout* out) {
     return Status::OK();
   }
   constexpr std::string_view kShuffled = "shuffled";
+  constexpr std::string_view kSamples = "-samples";
   if (text.substr(0, kShuffled.size()) == kShuffled) {
     std::string_view rest = text.substr(kShuffled.size());
     l.shuffled = true;
+    if (rest.substr(0, kSamples.size()) == kSamples) {
+      l.samples = true;
+      rest.remove_prefix(kSamples.size());
+    }
     if (rest.empty()) {
       *out = l;
       return Status::OK();
@@ -67,13 +72,14 @@ Status ParseDataLayout(std::string_view text, DataLayout* out) {
   }
   return Status::InvalidArgument(
       "layout '" + std::string(text) +
-      "': expected 'sorted', 'shuffled' or 'shuffled:SEED' (SEED a "
-      "non-negative integer below 2^64)");
+      "': expected 'sorted', 'shuffled[:SEED]' or 'shuffled-samples[:SEED]' "
+      "(SEED a non-negative integer below 2^64)");
 }
 
 std::string DataLayoutName(const DataLayout& layout) {
   if (!layout.shuffled) return "sorted";
-  return "shuffled:" + std::to_string(layout.seed);
+  return (layout.samples ? "shuffled-samples:" : "shuffled:") +
+         std::to_string(layout.seed);
 }
 
 std::vector<uint32_t> ShuffledRunOrder(uint32_t n, uint64_t seed,
@@ -87,6 +93,17 @@ std::vector<uint32_t> ShuffledRunOrder(uint32_t n, uint64_t seed,
   for (uint32_t i = n; i > 1; --i) {
     const uint32_t j = static_cast<uint32_t>(rng.Below(i));
     std::swap(order[i - 1], order[j]);
+  }
+  return order;
+}
+
+std::vector<uint32_t> ShuffledSampleOrder(const std::vector<uint32_t>& starts,
+                                          uint64_t seed, uint64_t run) {
+  const uint32_t samples = static_cast<uint32_t>(starts.size() - 1);
+  std::vector<uint32_t> order;
+  order.reserve(starts.back());
+  for (uint32_t s : ShuffledRunOrder(samples, seed, run)) {
+    for (uint32_t i = starts[s]; i < starts[s + 1]; ++i) order.push_back(i);
   }
   return order;
 }

@@ -73,6 +73,24 @@ namespace {
 using internal::PublishManifest;
 using internal::RealDir;
 
+// Locks `out_dir` (created if missing) for a manifest, clears a crashed
+// writer's temporary files, and refuses a directory holding a single pack.
+// Sets *dir_fd, which the caller closes (the lock goes with it).
+Status OpenManifestDir(const std::string& out_dir, int* dir_fd) {
+  bool locked = false;
+  UFSPACK_RETURN_IF_ERROR(internal::LockPackDir(out_dir, dir_fd, &locked));
+  if (locked) internal::RecoverPackDir(*dir_fd);
+  struct stat st;
+  if (::fstatat(*dir_fd, kIndexFileName, &st, 0) == 0) {
+    ::close(*dir_fd);
+    *dir_fd = -1;
+    return Status::InvalidArgument(out_dir + ": holds a single pack (" +
+                                   kIndexFileName +
+                                   "); merge into a directory of its own");
+  }
+  return Status::OK();
+}
+
 // What merge needs from one part, read with the part open and kept after
 // it is closed (a merge of thousands of parts holds one open at a time).
 struct PartFacts {
@@ -326,19 +344,11 @@ Status MergePacks(const std::vector<std::string>& given,
 
   // The output directory: locked, never a single pack, never a part.
   int dir_fd = -1;
-  bool locked = false;
-  UFSPACK_RETURN_IF_ERROR(internal::LockPackDir(out_dir, &dir_fd, &locked));
+  UFSPACK_RETURN_IF_ERROR(OpenManifestDir(out_dir, &dir_fd));
   struct DirCloser {
     int fd;
     ~DirCloser() { ::close(fd); }
   } closer{dir_fd};
-  if (locked) internal::RecoverPackDir(dir_fd);
-  struct stat st;
-  if (::fstatat(dir_fd, kIndexFileName, &st, 0) == 0) {
-    return Status::InvalidArgument(out_dir + ": holds a single pack (" +
-                                   kIndexFileName +
-                                   "); merge into a directory of its own");
-  }
   std::string out_real;
   UFSPACK_RETURN_IF_ERROR(RealDir(out_dir, &out_real));
 
@@ -421,6 +431,15 @@ Status MergePacks(const std::vector<std::string>& given,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
   return Status::OK();
+}
+
+Status PublishMergedManifest(const std::string& out_dir,
+                             const std::string& manifest) {
+  int dir_fd = -1;
+  UFSPACK_RETURN_IF_ERROR(OpenManifestDir(out_dir, &dir_fd));
+  Status s = PublishManifest(dir_fd, out_dir, manifest);
+  ::close(dir_fd);
+  return s;
 }
 
 }  // namespace ufspack

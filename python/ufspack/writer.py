@@ -11,13 +11,9 @@ the parts into one merged pack in ImageFolder order (docs/python.md,
 from __future__ import annotations
 
 import concurrent.futures
-import errno
-import fcntl
 import heapq
 import operator
 import os
-import secrets
-import string
 import time
 from typing import (
     Any,
@@ -403,7 +399,8 @@ def _merge_sorted(part_dirs: List[str], dst: str, given: List[Dict[bytes, Tuple[
     for k in range(len(part_dirs)):
         if k not in used:  # an empty part, not in the manifest
             _remove_pack(part_dirs[k])
-    path = _publish_manifest(dst, data)
+    _core.publish_manifest(os.fsencode(dst), data)
+    path = os.path.join(dst, "manifest.ufs")
     return {"manifest": path, "pack_id": pack_id, "parts": len(used), "split": False,
             "records": sum(s[2] for s in segments), "classes": len(classes),
             "data_bytes": data_bytes, "manifest_bytes": len(data), "segments": len(segments),
@@ -420,48 +417,3 @@ def _remove_pack(path: str) -> None:
         os.rmdir(path)
     except OSError:
         pass
-
-
-def _publish_manifest(dst: str, data: bytes) -> str:
-    """Writes ``data`` as ``dst/manifest.ufs`` as ``ufspack merge`` does
-    (docs/format.md, "Publishing a manifest"): with ``dst`` locked as a
-    build locks it, a temporary file, synced, renamed over the manifest,
-    the directory synced.  Returns the manifest's path."""
-    final = os.path.join(dst, "manifest.ufs")
-    dir_fd = os.open(dst, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        try:
-            fcntl.flock(dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ValueError(f"{dst}: another ufspack build is writing to this directory") from None
-        except OSError as e:  # a file system without flock: go on unlocked, as a build does
-            if e.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
-                raise
-        if os.path.exists(os.path.join(dst, "index.ufs")):
-            raise ValueError(f"{dst}: holds a single pack (index.ufs); write into a directory "
-                             "of its own")
-        alphabet = string.ascii_lowercase + string.digits
-        while True:
-            tmp = os.path.join(dst, ".manifest.ufs.tmp-" +
-                               "".join(secrets.choice(alphabet) for _ in range(8)))
-            try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-                break
-            except FileExistsError:
-                continue
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.rename(tmp, final)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-    return final

@@ -162,6 +162,28 @@ TEST(DataLayoutTest, RunOrderIsAFixedPermutation) {
   EXPECT_LT(chi2, 88.0);
 }
 
+TEST(DataLayoutTest, ShuffledSamplesKeepEachSamplesRecordsTogether) {
+  DataLayout l;
+  ASSERT_TRUE(ParseDataLayout("shuffled-samples:7", &l).ok());
+  EXPECT_TRUE(l.shuffled && l.samples);
+  EXPECT_EQ(l.seed, 7u);
+  EXPECT_EQ(DataLayoutName(l), "shuffled-samples:7");
+  ASSERT_TRUE(ParseDataLayout("shuffled-samples", &l).ok());
+  EXPECT_TRUE(l.samples && l.seed == 0);
+  EXPECT_TRUE(ParseDataLayout("shuffled-sample", &l).IsInvalidArgument());
+  EXPECT_TRUE(ParseDataLayout("shuffled-samples:", &l).IsInvalidArgument());
+  // Samples of 3, 1, 2 and 4 records: the samples move as ShuffledRunOrder
+  // moves 4 things; each sample's records stay together and in order.
+  const std::vector<uint32_t> starts = {0, 3, 4, 6, 10};
+  const std::vector<uint32_t> order = ShuffledSampleOrder(starts, 9, 2);
+  std::vector<uint32_t> want;
+  for (uint32_t s : ShuffledRunOrder(4, 9, 2)) {
+    for (uint32_t i = starts[s]; i < starts[s + 1]; ++i) want.push_back(i);
+  }
+  EXPECT_EQ(order, want);
+  EXPECT_EQ(ShuffledSampleOrder({0, 1, 2, 3}, 9, 2), ShuffledRunOrder(3, 9, 2));
+}
+
 TEST(ShuffledLayoutTest, SameSamplesPermutedDataDeterministic) {
   TempDir t;
   MakeTree(t / "src");

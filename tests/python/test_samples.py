@@ -75,7 +75,7 @@ def test_pack_sample_by_key_and_index(shard, tmp_path):
         pack.sample(30)
 
 
-@pytest.mark.parametrize("layout", ["sorted", "shuffled:3", "archive"])
+@pytest.mark.parametrize("layout", ["sorted", "shuffled:3", "shuffled-samples:3", "archive"])
 def test_sample_dataset_in_every_layout(shard, tmp_path, layout):
     base, files, tar = shard
     out = str(tmp_path / "p")
@@ -119,10 +119,27 @@ def test_dataloader_workers_sample_by_sample(shard, tmp_path):
     assert got == [ds[i] for i in range(len(ds))]
 
 
-@pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
-def test_one_pread_per_sample(shard, tmp_path):
+def test_shuffled_samples_layout_moves_samples_not_files(shard, tmp_path):
     base, _, _ = shard
-    out = build(str(base / "tree"), str(tmp_path / "p"))
+    out = build(str(base / "tree"), str(tmp_path / "p"), layout="shuffled-samples:7")
+    pack = ufspack.Pack(out)
+    assert pack.layout == "shuffled-samples:7"
+    index = pack._sample_index()
+    firsts = []
+    for s in range(pack.num_samples):
+        first, count = index.span(s)
+        recs = [pack.record(first + k) for k in range(count)]
+        for a, b in zip(recs, recs[1:]):  # back to back, in name order
+            assert a["offset"] + a["stored_size"] == b["offset"]
+        firsts.append(recs[0]["offset"])
+    assert firsts != sorted(firsts)  # the samples themselves are shuffled
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
+@pytest.mark.parametrize("layout", ["sorted", "shuffled-samples:5"])
+def test_one_pread_per_sample(shard, tmp_path, layout):
+    base, _, _ = shard
+    out = build(str(base / "tree"), str(tmp_path / "p"), layout=layout)
     script = (
         "import os, ufspack\n"
         f"ds = ufspack.SampleDataset({out!r}, fields=('jpg', 'cls'), decode=False)\n"

@@ -17,7 +17,8 @@ One HTTP/1.1 server (standard library only) that plays three parts:
               --source-key ID:SECRET or with credentials this server issued
               (chained roles)
   S3          GET/HEAD /BUCKET/KEY (or /KEY with "Host: BUCKET.<anything>",
-              virtual-hosted) of one object (--object), byte ranges,
+              virtual-hosted) of one object (--object), and of
+              /BUCKET/pack/<file> for each file of --pack DIR, byte ranges,
               answering only requests SigV4-signed with credentials this
               server issued and that have not expired, or with the
               --source-key (403 otherwise)
@@ -30,7 +31,7 @@ after they are issued.  Control:
                         "error" (credential endpoints answer 500) |
                         "v1-only" (IMDS refuses the IMDSv2 token PUT)
 
-    credserver.py --object FILE --port-file FILE [--lifetime S] [--auth-token T]
+    credserver.py --object FILE --port-file FILE [--pack DIR] [--lifetime S] [--auth-token T]
                   [--web-token T] [--source-key ID:SECRET]
 
 Prints one line of JSON, {"url": "http://127.0.0.1:PORT", "pid": PID}, once
@@ -68,6 +69,7 @@ class State:
         self.source_key = ""
         self.source_secret = ""
         self.data = data
+        self.pack: dict[str, bytes] = {}  # --pack: file name -> bytes
         self.mode = "ok"
         self.imds_tokens: set[str] = set()
         self.keys: dict[str, tuple[str, str, float]] = {}  # id -> secret, token, expiry
@@ -235,7 +237,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         host = self.headers.get("Host", "")
         if path == f"/{BUCKET}/{KEY}" or (path == f"/{KEY}" and host.startswith(BUCKET + ".")):
-            self._s3_get()
+            self._s3_get(STATE.data)
+            return
+        prefix = f"/{BUCKET}/pack/"
+        if path.startswith(prefix) and path[len(prefix):] in STATE.pack:
+            self._s3_get(STATE.pack[path[len(prefix):]])
             return
         self._send(404, b"")
 
@@ -312,14 +318,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         STATE.fail(why)
         self._send(403, f"<Error><Code>AccessDenied</Code><Message>{why}</Message></Error>".encode())
 
-    def _s3_get(self) -> None:
+    def _s3_get(self, data: bytes) -> None:
         STATE.count("s3_requests")
         why = self._check_sigv4("s3", self.headers.get("x-amz-content-sha256", ""))
         if why:
             self._deny(why)
             return
         STATE.count("s3_ok")
-        data = STATE.data
         etag = '"' + hashlib.md5(data).hexdigest() + '"'
         rng = _RANGE.match(self.headers.get("Range", ""))
         if rng:
@@ -343,10 +348,15 @@ def main() -> int:
     ap.add_argument("--auth-token", default="")
     ap.add_argument("--web-token", default="")
     ap.add_argument("--source-key", default="", help="ID:SECRET that may call AssumeRole")
+    ap.add_argument("--pack", default="", help="a pack directory served under /BUCKET/pack/")
     args = ap.parse_args()
     with open(args.object, "rb") as f:
         STATE = State(args.lifetime, args.auth_token, f.read())
     STATE.web_token = args.web_token
+    if args.pack:
+        for name in os.listdir(args.pack):
+            with open(os.path.join(args.pack, name), "rb") as f:
+                STATE.pack[name] = f.read()
     if args.source_key:
         STATE.source_key, STATE.source_secret = args.source_key.split(":", 1)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -27,13 +27,18 @@ struct DataLayout {
   // random permutation, the run after the one before.
   bool shuffled = false;
   uint64_t seed = 0;
+  // With shuffled: the permutation moves multi-file samples (the files of
+  // one key, Reader::SplitSampleName), not files, so a sample's files stay
+  // back to back and in order ("shuffled-samples:SEED").
+  bool samples = false;
 };
 
-// Parses "sorted", "shuffled" (seed 0) or "shuffled:SEED" (SEED a decimal
-// u64).  InvalidArgument naming the text otherwise.
+// Parses "sorted", "shuffled" (seed 0), "shuffled:SEED" (SEED a decimal
+// u64), "shuffled-samples" or "shuffled-samples:SEED".  InvalidArgument
+// naming the text otherwise.
 UFSPACK_EXPORT Status ParseDataLayout(std::string_view text, DataLayout* out);
-// "sorted" or "shuffled:SEED": the value of metadata kMetaLayout, which
-// ParseDataLayout() reads back.
+// "sorted", "shuffled:SEED" or "shuffled-samples:SEED": the value of
+// metadata kMetaLayout, which ParseDataLayout() reads back.
 UFSPACK_EXPORT std::string DataLayoutName(const DataLayout& layout);
 
 // The data order of run number `run` (0-based, in build order) of `n`
@@ -43,6 +48,13 @@ UFSPACK_EXPORT std::string DataLayoutName(const DataLayout& layout);
 // the same on every platform, so the same tree and seed give the same pack.
 UFSPACK_EXPORT std::vector<uint32_t> ShuffledRunOrder(uint32_t n, uint64_t seed,
                                                       uint64_t run);
+
+// The data order of a run whose samples start at `starts` (starts[0] = 0,
+// starts.back() = the run's records): the samples in the order
+// ShuffledRunOrder(samples, seed, run) gives, each sample's records
+// together and in order.
+UFSPACK_EXPORT std::vector<uint32_t> ShuffledSampleOrder(
+    const std::vector<uint32_t>& starts, uint64_t seed, uint64_t run);
 
 }  // namespace ufspack
 

@@ -59,6 +59,15 @@ UFSPACK_EXPORT Status MergePacks(const std::vector<std::string>& parts,
                                  const std::string& out_dir,
                                  MergeSummary* summary);
 
+// Publishes `manifest` (bytes EncodeManifest made, ufspack/manifest.h) as
+// out_dir/manifest.ufs exactly as MergePacks publishes its own: out_dir
+// locked (InvalidArgument if another build holds it), temporary files of a
+// crashed writer removed, a directory holding a single pack refused, a
+// synced temporary file renamed over the previous manifest, the directory
+// synced.  For writers that compute a merge themselves (ufspack.write).
+UFSPACK_EXPORT Status PublishMergedManifest(const std::string& out_dir,
+                                            const std::string& manifest);
+
 // AppendPack: `ufspack append PACK DIR`.  Adds to the pack in directory
 // `pack` (a single pack or a merged one) every file of the ImageFolder tree
 // `dir` whose name the pack lacks, without rewriting anything the pack
