@@ -6,7 +6,11 @@ Each script runs as ``python3 bench/NAME.py``, so this folder is on sys.path.
 import argparse
 import json
 import os
-from typing import Any, Optional
+import tarfile
+from typing import Any, List, Optional
+
+PHOTOS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data",
+                      "cats_and_dogs_filtered.tar")
 
 
 def parser(doc: Optional[str]) -> argparse.ArgumentParser:
@@ -31,3 +35,18 @@ def write_results_dir(out: Optional[str], results: Any, table: str) -> None:
         json.dump(results, f, indent=1)
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(table + "\n")
+
+
+def shared_photos(limit: int) -> List[bytes]:
+    """Up to `limit` real JPEGs from ../shared/data (empty when it is absent)."""
+    out: List[bytes] = []
+    if os.path.exists(PHOTOS):
+        with tarfile.open(PHOTOS) as t:
+            for m in t:
+                if m.isfile() and m.name.lower().endswith(".jpg"):
+                    f = t.extractfile(m)
+                    assert f is not None
+                    out.append(f.read())
+                    if len(out) >= limit:
+                        break
+    return out
