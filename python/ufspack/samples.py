@@ -89,23 +89,20 @@ class SampleIndex:
         if not self._fields_complete:  # too many distinct fields to try
             for s in range(len(self)):
                 first, _ = self.span(s)
-                if os.fsencode(_key_of(reader.record(first)["name"])) == k:
+                if os.fsencode(_key_of(reader.name(first))) == k:
                     return s
         raise KeyError(f"no sample with key {os.fsdecode(k)!r}")
 
 
+def _split(name: Union[str, bytes]) -> Tuple[str, str]:
+    """(key, field) of a record name, as Reader::SplitSampleName splits it."""
+    n = os.fsdecode(name)
+    dot = n.find(".", n.rfind("/") + 1)
+    return (n, "") if dot < 0 else (n[:dot], n[dot + 1 :])
+
+
 def _key_of(name: Union[str, bytes]) -> str:
-    n = os.fsdecode(name)
-    slash = n.rfind("/") + 1
-    dot = n.find(".", slash)
-    return n if dot < 0 else n[:dot]
-
-
-def _field_of(name: Union[str, bytes]) -> str:
-    n = os.fsdecode(name)
-    slash = n.rfind("/") + 1
-    dot = n.find(".", slash)
-    return "" if dot < 0 else n[dot + 1 :]
+    return _split(name)[0]
 
 
 def read_sample(reader: Any, index: SampleIndex, s: int) -> Tuple[str, Dict[str, bytes]]:
@@ -116,9 +113,8 @@ def read_sample(reader: Any, index: SampleIndex, s: int) -> Tuple[str, Dict[str,
     fields: Dict[str, bytes] = {}
     key = ""
     for k in range(count):
-        name = reader.record(first + k)["name"]
-        key = _key_of(name)
-        fields[_field_of(name)] = datas[k]
+        key, field = _split(reader.name(first + k))
+        fields[field] = datas[k]
     return key, fields
 
 
@@ -217,4 +213,4 @@ class _Keys(Sequence):
         if isinstance(s, slice):
             return [self[k] for k in range(*s.indices(len(self)))]
         first, _ = self._index.span(s)
-        return _key_of(self._reader.record(first)["name"])
+        return _key_of(self._reader.name(first))
