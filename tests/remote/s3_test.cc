@@ -246,12 +246,22 @@ class FaultTest : public ::testing::Test {
     if (!server_->skip_reason().empty()) GTEST_SKIP() << server_->skip_reason();
     ASSERT_TRUE(server_->ok());
     server_->ExportEnv(/*via_proxy=*/true);
+    url_ = "s3://" + server_->bucket() + "/f/p.ufspack";
+    ASSERT_NO_FATAL_FAILURE(OpenWithAttempts(4));
+  }
+  // Registers the S3 storage with `attempts` tries per request and opens
+  // reader_ with it.  A test that injects k faults and expects success
+  // must use more than k: the proxy hands its faults to whichever requests
+  // arrive first, and a retry (full jitter: its delay may be ~0) can
+  // arrive before the batch's other requests, so one request may meet
+  // every fault.
+  void OpenWithAttempts(int attempts) {
     RemoteOptions o;
-    o.max_attempts = 4;
+    o.max_attempts = attempts;
     o.retry_seconds = 20;
     o.coalesce_gap = 0;
     RegisterRemoteStorage(o);
-    url_ = "s3://" + server_->bucket() + "/f/p.ufspack";
+    reader_.reset();
     Status s = Reader::Open(url_, {}, &reader_);
     ASSERT_TRUE(s.ok()) << s.ToString();
     // The proxy logs a request after answering it: wait (bounded) until the
@@ -337,6 +347,7 @@ TEST_F(FaultTest, ForbiddenAndNotFoundAreNotRetried) {
 }
 
 TEST_F(FaultTest, DroppedConnectionsAndTruncatedBodiesAreRetried) {
+  ASSERT_NO_FATAL_FAILURE(OpenWithAttempts(8));  // > the faults below
   server_->Faults(
       R"([{"method": "GET", "path": "data.ufs", "count": 2, "action": "drop"},)"
       R"( {"method": "GET", "path": "data.ufs", "count": 2, "action": "truncate",)"
@@ -354,6 +365,7 @@ TEST_F(FaultTest, DroppedConnectionsAndTruncatedBodiesAreRetried) {
 }
 
 TEST_F(FaultTest, BatchUnderFaultsIsExactWithOneRequestPerRecord) {
+  ASSERT_NO_FATAL_FAILURE(OpenWithAttempts(8));  // > the faults below
   // Records past data.ufs's first 4 KiB (which came with the open).
   std::vector<uint64_t> idx;
   for (uint64_t i = 1; i < items_->size(); i += 9) {
@@ -400,6 +412,7 @@ TEST_F(FaultTest, BatchUnderFaultsIsExactWithOneRequestPerRecord) {
 // ranged GET like any other, retried on 5xx, dropped connections and
 // truncated bodies; the records come out exact, with one request per block.
 TEST_F(FaultTest, BlockFetchesAreRetriedAndExact) {
+  ASSERT_NO_FATAL_FAILURE(OpenWithAttempts(8));  // > the faults below
   ReaderOptions o;
   o.block_bytes = 256 << 10;
   std::unique_ptr<Reader> blocks;
