@@ -5,6 +5,7 @@
 #
 #   bench/install-peers.sh [VENV]          (default /tmp/ufspack-peers-venv)
 #   PEERS="webdataset litdata" bench/install-peers.sh   (a subset)
+#   PEERS=wids bench/install-peers.sh      (bench/samples_bench.py's peer; not in the default set)
 #
 # Then run the harness with VENV/bin/python.  Idempotent: pinned versions that
 # are already there are left alone.  Every package goes in with --no-deps and
@@ -23,6 +24,10 @@ PEERS=${PEERS:-"webdataset litdata streaming ffcv dali mxnet_recordio tfrecord"}
 declare -A REQS CHECK
 REQS[webdataset]="webdataset==1.0.2 braceexpand==0.1.7"
 CHECK[webdataset]="import webdataset"
+# wids (WebDataset's indexed random-access reader) ships in webdataset <= 0.2.x only: 0.2.100 goes into
+# VENV/wids-0.2.100 (its webdataset removed, so 1.0.2 above stays the one imported), on sys.path by a .pth.
+REQS[wids]="webdataset==0.2.100"
+CHECK[wids]="import wids; from importlib.metadata import version; assert version('webdataset').startswith('1.'), version('webdataset')"
 # litdata >= 0.2.48 uses torch.uint16 (torch >= 2.3) at import; 0.2.47 is the last that works with torch 1.13.
 REQS[litdata]="litdata==0.2.47 lightning-utilities==0.15.3 filelock==4.2.11 tifffile==2026.3.3 boto3==1.44.5 botocore==1.44.5 jmespath==1.1.0 s3transfer==0.19.3"
 CHECK[litdata]="from litdata import optimize, StreamingDataset"
@@ -80,6 +85,21 @@ for name in $PEERS; do
         if ! "$VPY" -c "import typing_extensions as t, sys; sys.exit(0 if t.__file__.startswith('$VENV/') else 1)" 2>/dev/null; then
             "${PIP[@]}" --ignore-installed typing_extensions==4.16.0 || { FAILED+=("dali: pip install typing_extensions failed"); continue; }
         fi
+    fi
+    if [ "$name" = wids ]; then
+        WIDS_DIR="$(cd "$VENV" && pwd)/wids-0.2.100"
+        if ! err=$("${PIP[@]}" --target "$WIDS_DIR" --upgrade ${REQS[$name]} 2>&1); then
+            FAILED+=("wids: pip install failed: $(echo "$err" | grep -v '^\s*$' | tail -1)")
+            continue
+        fi
+        rm -rf "$WIDS_DIR"/webdataset "$WIDS_DIR"/webdataset-*.dist-info
+        "$VPY" -c "import site; open(site.getsitepackages()[0] + '/ufspack-wids.pth', 'w').write('$WIDS_DIR\n')"
+        if ! err=$("$VPY" -W ignore -c "${CHECK[$name]}" 2>&1); then
+            FAILED+=("wids: import failed: $(echo "$err" | tail -1)")
+            continue
+        fi
+        OK+=("wids (${REQS[$name]})")
+        continue
     fi
     # shellcheck disable=SC2086
     if ! err=$("${PIP[@]}" ${REQS[$name]} 2>&1); then

@@ -4,6 +4,8 @@
 // index's names (SampleStarts), and a range of records read with one
 // request per back-to-back run (ReadRange).
 
+#include <algorithm>
+#include <cstring>
 #include <set>
 #include <string>
 #include <string_view>
@@ -65,6 +67,29 @@ Status Reader::SampleStarts(std::vector<uint64_t>* starts,
   return Status::OK();
 }
 
+namespace {
+
+// out = `in` (whose k-th record is record order[k] of the range) with
+// every record back at its position in the range.
+void Unpermute(const Batch& in, const std::vector<uint64_t>& order,
+               Batch* out) {
+  const size_t count = order.size();
+  std::vector<size_t> at(count);  // at[position in range] = position in in
+  for (size_t k = 0; k < count; ++k) at[order[k]] = k;
+  out->offsets.assign(count + 1, 0);
+  for (size_t j = 0; j < count; ++j) {
+    out->offsets[j + 1] = out->offsets[j] + in.get(at[j]).size();
+  }
+  out->data.resize(static_cast<size_t>(out->offsets[count]));
+  for (size_t j = 0; j < count; ++j) {
+    const std::string_view v = in.get(at[j]);
+    if (!v.empty())
+      std::memcpy(out->data.data() + out->offsets[j], v.data(), v.size());
+  }
+}
+
+}  // namespace
+
 Status Reader::ReadRange(uint64_t first, uint64_t count, Batch* out) const {
   out->data.clear();
   out->offsets.clear();
@@ -91,7 +116,27 @@ Status Reader::ReadRange(uint64_t first, uint64_t count, Batch* out) const {
     out->offsets.push_back(0);
     return Status::OK();
   }
-  Status s = source_->ReadBatchMany(records, out, 1);
+  // Records stored in another order than the index's (an archive build
+  // stores 000123.jpg before 000123.cls, as the archive held them) are
+  // read in data-file order, so that back-to-back bytes still make one
+  // request, then put back in index order.
+  std::vector<uint64_t> order(count);
+  for (uint64_t k = 0; k < count; ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](uint64_t a, uint64_t b) {
+    return records[a].offset < records[b].offset;
+  });
+  bool in_order = true;
+  for (uint64_t k = 0; k < count; ++k) in_order &= order[k] == k;
+  Status s;
+  if (in_order) {
+    s = source_->ReadBatchMany(records, out, 1);
+  } else {
+    std::vector<Record> by_offset(count);
+    for (uint64_t k = 0; k < count; ++k) by_offset[k] = records[order[k]];
+    Batch stored;
+    s = source_->ReadBatchMany(by_offset, &stored, 1);
+    if (s.ok()) Unpermute(stored, order, out);
+  }
   if (!s.ok()) {
     out->data.clear();
     out->offsets.clear();

@@ -135,22 +135,48 @@ def test_shuffled_samples_layout_moves_samples_not_files(shard, tmp_path):
     assert firsts != sorted(firsts)  # the samples themselves are shuffled
 
 
-@pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
-@pytest.mark.parametrize("layout", ["sorted", "shuffled-samples:5"])
-def test_one_pread_per_sample(shard, tmp_path, layout):
-    base, _, _ = shard
-    out = build(str(base / "tree"), str(tmp_path / "p"), layout=layout)
+def preads_per_sample(pack, tmp_path):
+    """pread64 calls while SampleDataset reads every sample of `pack`
+    once, per sample (strace)."""
     script = (
         "import os, ufspack\n"
-        f"ds = ufspack.SampleDataset({out!r}, fields=('jpg', 'cls'), decode=False)\n"
+        f"ds = ufspack.SampleDataset({pack!r}, fields=('jpg', 'cls'), decode=False)\n"
         "len(ds); os.write(2, b'START\\n')\n"
         "for i in range(len(ds)): ds[i]\n"
+        "os.write(2, b'SAMPLES %d\\n' % len(ds))\n"
     )
     log = str(tmp_path / "strace.txt")
     subprocess.run(["strace", "-f", "-e", "trace=pread64,write", "-o", log, sys.executable, "-c", script],
                    check=True, env=dict(os.environ))
     lines = open(log).read().split("START", 1)[1].splitlines()
-    assert sum("pread64(" in line for line in lines) == 30
+    samples = int(next(line for line in lines if "SAMPLES" in line).split("SAMPLES ")[1].split("\\")[0])
+    return sum("pread64(" in line for line in lines) / samples
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
+@pytest.mark.parametrize("layout", ["sorted", "shuffled-samples:5"])
+def test_one_pread_per_sample(shard, tmp_path, layout):
+    base, _, _ = shard
+    out = build(str(base / "tree"), str(tmp_path / "p"), layout=layout)
+    assert preads_per_sample(out, tmp_path) == 1.0
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
+def test_one_pread_per_sample_stored_in_archive_order(tmp_path):
+    # TarWriter's order (000001.jpg, .txt, .cls) is not the index's (.cls,
+    # .jpg, .txt): the sample is still one request, its fields exact.
+    write_shards(tmp_path, 2, 6)
+    out = str(tmp_path / "p")
+    ufspack.build(str(tmp_path / "shards-{000000..000001}.tar"), out, flat=True, all_files=True,
+                  progress=False)
+    pack = ufspack.Pack(out)
+    first = [pack.record(i) for i in range(3)]
+    assert [r["name"] for r in first] == ["000000.cls", "000000.jpg", "000000.txt"]
+    assert first[0]["offset"] > first[1]["offset"]
+    assert preads_per_sample(out, tmp_path) == 1.0
+    ds = ufspack.SampleDataset(out, fields=("jpg", "cls", "txt"), decode=False)
+    assert [ds[i] for i in range(len(ds))] == [(jpeg(i), str(i % 3).encode(), b"caption %d" % i)
+                                               for i in range(12)]
 
 
 def write_shards(base, n_shards, per_shard, label=lambda i: str(i % 3).encode()):
