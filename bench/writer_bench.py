@@ -4,7 +4,8 @@ ufspack.write against litdata.optimize, MosaicML Streaming's MDSWriter and
 WebDataset's TarWriter (docs/benchmarks.md, "Writing packs from Python").
 
     PYTHONPATH=build/python build/peers-venv/bin/python bench/writer_bench.py \\
-        [--samples 100000] [--workers 2] [--repeat 3] [--work /tmp/writer-bench] [--out DIR]
+        [--samples 100000] [--workers 2] [--repeat 3] [--writers ufspack,mds,...]
+        [--work /tmp/writer-bench] [--out DIR]
 
 The samples are the same for every writer: sample i is
 ("class{i % 100:03d}/{i:06d}.jpg", a real photo of ../shared/data (reused
@@ -17,6 +18,7 @@ in a fresh process, writing to local disk, with one process and with
   mds         streaming.MDSWriter (1); N processes writing halves (N)
   webdataset  webdataset.TarWriter (1); N processes writing shards (N)
 
+The runs go round-robin over the writers, repeat after repeat.
 Reported: samples/s (median of --repeat) and each peer's time over
 ufspack's (the target: ufspack >= 1.5x the fastest peer).  A peer whose
 package is missing is skipped and said so.  --smoke: 300 samples, one
@@ -32,7 +34,7 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import benchlib
 
@@ -157,24 +159,33 @@ def main() -> int:
     p.add_argument("--workers", type=int, default=2, help="worker processes of the parallel runs (default 2)")
     p.add_argument("--repeat", type=int, default=3, help="runs of each, the median reported (default 3)")
     p.add_argument("--work", default="/tmp/writer-bench", help="scratch directory (default /tmp/writer-bench)")
+    p.add_argument("--writers", default=",".join(WRITERS),
+                   help=f"comma-separated writers to run (default {','.join(WRITERS)})")
     p.add_argument("--smoke", action="store_true", help="300 samples, one run, ufspack only")
     p.add_argument("--out", help="directory for results.json and table.md")
     args = p.parse_args()
     if args.smoke:
         args.samples, args.repeat = 300, 1
     os.makedirs(args.work, exist_ok=True)
-    kinds = ("ufspack",) if args.smoke else WRITERS
-    results: Dict[str, Dict[str, float]] = {}
+    kinds = ["ufspack"] if args.smoke else [k for k in args.writers.split(",") if k]
+    unknown = [k for k in kinds if k not in WRITERS]
+    if unknown:
+        p.error(f"unknown writer(s) {', '.join(unknown)}: choose from {', '.join(WRITERS)}")
     skipped: Dict[str, str] = {}
     for kind in kinds:
         why = None if kind == "ufspack" else available(kind)  # ufspack: this harness's own
         if why:
             skipped[kind] = why
-            continue
-        for workers in (1, args.workers):
-            times = [measure(kind, args.work, args.samples, workers) for _ in range(args.repeat)]
-            results[f"{kind}/{workers}"] = {"seconds": statistics.median(times),
-                                           "samples_s": args.samples / statistics.median(times)}
+    runs = [(kind, workers) for kind in kinds if kind not in skipped for workers in (1, args.workers)]
+    # Round-robin over the writers, repeat after repeat, so that a drift of
+    # the machine (writeback, the page cache) falls on all of them alike.
+    times: Dict[str, List[float]] = {f"{k}/{w}": [] for k, w in runs}
+    for _ in range(args.repeat):
+        for kind, workers in runs:
+            times[f"{kind}/{workers}"].append(measure(kind, args.work, args.samples, workers))
+    results: Dict[str, Dict[str, Any]] = {
+        key: {"seconds": statistics.median(t), "samples_s": args.samples / statistics.median(t), "runs": t}
+        for key, t in times.items()}
     lines = [f"{args.samples:,} samples (real photos, ~{len(sample(0)[1]) // 1000} KB each), "
              f"median of {args.repeat}", "",
              "| writer | processes | samples/s | its time / ufspack's |", "|---|---|---|---|"]

@@ -52,7 +52,7 @@ py::dict BuildSummaryToDict(const BuildSummary& summary, uint32_t part,
 }
 
 py::dict Build(
-    const py::bytes& src, const py::bytes& dst, int threads,
+    const std::vector<py::bytes>& srcs, const py::bytes& dst, int threads,
     const std::string& compress, int level, const std::string& layout,
     const std::optional<std::vector<std::string>>& extensions, bool all_files,
     bool flat, bool allow_empty, bool skip_unreadable,
@@ -96,10 +96,13 @@ py::dict Build(
   };
   BuildSummary summary;
   Status s;
-  const std::string src_s = src, dst_s = dst;
+  const std::vector<std::string> src_s(srcs.begin(), srcs.end());
+  const std::string dst_s = dst;
+  if (src_s.empty()) Raise(Status::InvalidArgument("nothing to pack"));
   {
     py::gil_scoped_release nogil;
-    s = BuildPack(src_s, dst_s, o, &summary);
+    s = src_s.size() == 1 ? BuildPack(src_s[0], dst_s, o, &summary)
+                          : BuildPackFromArchives(src_s, dst_s, o, &summary);
   }
   if (saved_error) {
     saved_error->restore();
@@ -179,7 +182,7 @@ py::dict Append(const py::bytes& pack, const py::bytes& dir, bool relabel,
 }  // namespace
 
 void AddPacker(py::module_& m) {
-  m.def("build", &Build, py::arg("src"), py::arg("dst"),
+  m.def("build", &Build, py::arg("srcs"), py::arg("dst"),
         py::arg("threads") = 32, py::arg("compress") = "none",
         py::arg("level") = 3, py::arg("layout") = "sorted",
         py::arg("extensions") = py::none(), py::arg("all_files") = false,

@@ -29,7 +29,7 @@ namespace ufspack {
 namespace cli {
 
 const char kBuildHelp[] =
-    R"(Usage: ufspack build <dir>|<archive> [-o <out>] [options]
+    R"(Usage: ufspack build <dir>|<archive>... [-o <out>] [options]
 
 Packs the files under <dir> into <out>/data.ufs and <out>/index.ufs.
 <out> may be s3://bucket/prefix/name.ufspack: the pack is built in a
@@ -58,11 +58,11 @@ member named outside the tree (.., an absolute path) or twice, a size
 far beyond what the archive can hold, and a damaged or truncated archive
 fail the build; links, devices and archives nested deeper are skipped
 and reported, encrypted members too with --skip-unreadable.
-WebDataset shards: a brace pattern ('shards-{000000..000099}.tar', quoted)
-or {a,b} list names several archives, read one after another into one
-pack; their samples (000123.jpg, 000123.cls, ... sharing a key) stay
-together, and --label-field labels them (or --flat packs them without
-classes).
+WebDataset shards: several archives (shards/*.tar, with -o), a brace
+pattern ('shards-{000000..000099}.tar', quoted) or an {a,b} list, read
+one after another, in the order given, into one pack; their samples
+(000123.jpg, 000123.cls, ... sharing a key) stay together, and
+--label-field labels them (or --flat packs them without classes).
 
 Options:
   -o, --output <out>        output directory (default: ./<name of dir or
@@ -319,7 +319,8 @@ Status Upload(const std::string& staging, const std::string& url,
 
 // What `ufspack build` was asked to do.
 struct BuildArgs {
-  std::string src, out, staging_parent;
+  std::string src, out, staging_parent;  // src: the first of sources
+  std::vector<std::string> sources;      // several: archives into one pack
   bool to_s3 = false, quiet = false, no_progress = false, json = false,
        verbose = false;
   uint64_t part_bytes = UploadOptions().part_bytes;
@@ -373,7 +374,7 @@ int ParseBuildArgs(const Argv& argv, BuildArgs* a) {
   std::vector<std::string> extension_lists;
   bool all_files = false, flat = false, allow_empty = false,
        skip_unreadable = false;
-  app.add_option("dir", a->src)->required();
+  app.add_option("dir", a->sources)->required();
   CLI::Option* output_opt = app.add_option("-o,--output", a->out);
   CLI::Option* threads_opt = app.add_option("-j,--threads", threads_text);
   CLI::Option* staging_opt = app.add_option("--staging", a->staging_parent);
@@ -396,6 +397,23 @@ int ParseBuildArgs(const Argv& argv, BuildArgs* a) {
   app.add_flag("--json", a->json);
   app.add_flag("-v,--verbose", a->verbose);
   if (int rc = cl.Parse(argv); rc >= 0) return rc;
+  a->src = a->sources[0];
+  if (a->sources.size() > 1) {
+    if (output_opt->count() == 0) {
+      return Usage("build",
+                   "name the pack with -o when packing several "
+                   "archives into one");
+    }
+    for (const std::string& src : a->sources) {
+      struct stat st;
+      if (::stat(src.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+        return Usage("build",
+                     "several sources are archives (WebDataset "
+                     "shards) packed into one; '" +
+                         src + "' is a directory");
+      }
+    }
+  }
   if (output_opt->count() == 0) a->out = DefaultOutput(a->src);
   a->to_s3 = IsS3(a->out);
   if (IsHttp(a->out)) {
@@ -689,8 +707,11 @@ int CmdBuild(const Argv& argv) {
   a.options.progress = ProgressLine(a.src, &progress);
 
   BuildSummary summary;
-  Status s = a.all_parts > 1 ? BuildAllParts(a, build_dir, &progress, &summary)
-                             : BuildPack(a.src, build_dir, a.options, &summary);
+  Status s =
+      a.all_parts > 1 ? BuildAllParts(a, build_dir, &progress, &summary)
+      : a.sources.size() > 1
+          ? BuildPackFromArchives(a.sources, build_dir, a.options, &summary)
+          : BuildPack(a.src, build_dir, a.options, &summary);
   uint64_t uploaded = 0;
   double upload_seconds = 0;
   bool upload_started = false;

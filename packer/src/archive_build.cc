@@ -489,11 +489,23 @@ Status ExpandShards(const std::string& pattern, std::vector<std::string>* out) {
   return Status::OK();
 }
 
-Status BuildFromArchive(const std::string& source, const std::string& out_dir,
-                        const BuildOptions& options, BuildSummary* summary) {
+Status BuildFromArchives(const std::vector<std::string>& sources,
+                         const std::string& out_dir,
+                         const BuildOptions& options, BuildSummary* summary) {
   const auto t0 = std::chrono::steady_clock::now();
+  if (sources.empty()) return Status::InvalidArgument("no archive to pack");
   std::vector<std::string> archives;
-  UFSPACK_RETURN_IF_ERROR(ExpandShards(source, &archives));
+  for (const std::string& source : sources) {
+    std::vector<std::string> some;
+    UFSPACK_RETURN_IF_ERROR(ExpandShards(source, &some));
+    archives.insert(archives.end(), some.begin(), some.end());
+  }
+  // Errors and the pack's source metadata name the first archive (and
+  // how many follow).
+  std::string source = sources[0];
+  if (sources.size() > 1) {
+    source += " and " + std::to_string(sources.size() - 1) + " more";
+  }
   for (const std::string& a : archives) {
     struct stat st;
     if (::stat(a.c_str(), &st) != 0) return Status::FromErrno(a, errno);

@@ -46,10 +46,11 @@ Status ExpandShards(const std::string& pattern, std::vector<std::string>* out);
 // file (deflate's limit is about 1032; more is a zip bomb).
 inline constexpr uint64_t kMaxExpansion = 1100;
 
-// BuildPack of one archive or of the shards of a pattern (ExpandShards),
-// read one after another into one pack.
-Status BuildFromArchive(const std::string& source, const std::string& out_dir,
-                        const BuildOptions& options, BuildSummary* summary);
+// BuildPackFromArchives: the archives of `sources` (each a file or a
+// shard pattern, ExpandShards), read one after another into one pack.
+Status BuildFromArchives(const std::vector<std::string>& sources,
+                         const std::string& out_dir,
+                         const BuildOptions& options, BuildSummary* summary);
 
 }  // namespace internal
 }  // namespace ufspack

@@ -629,10 +629,18 @@ Status BuildPack(const std::string& src, const std::string& out_dir,
                  const BuildOptions& options, BuildSummary* summary) {
   *summary = BuildSummary();
   if (internal::IsArchiveSource(src)) {
-    return internal::BuildFromArchive(src, out_dir, options, summary);
+    return internal::BuildFromArchives({src}, out_dir, options, summary);
   }
   Builder builder(src, options, summary);
   return builder.Run(out_dir);
+}
+
+Status BuildPackFromArchives(const std::vector<std::string>& archives,
+                             const std::string& out_dir,
+                             const BuildOptions& options,
+                             BuildSummary* summary) {
+  *summary = BuildSummary();
+  return internal::BuildFromArchives(archives, out_dir, options, summary);
 }
 
 namespace internal {

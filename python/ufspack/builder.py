@@ -52,7 +52,7 @@ def _tqdm_progress() -> Optional[Callable[..., Any]]:
 
 
 def build(
-    src: PathLike,
+    src: Union[PathLike, Sequence[PathLike]],
     dst: PathLike,
     *,
     threads: int = 32,
@@ -77,8 +77,9 @@ def build(
     extracting it gives, each top-level member archive (ImageNet's
     ``n01440764.tar``) a class named after it (docs/cli.md, "Building from an
     archive"); ``layout="shuffled"`` and ``parts`` need a tree.  A brace
-    pattern (``"shards-{000000..000099}.tar"``) names several archives
-    (WebDataset shards), packed into one pack; ``label_field="cls"`` labels
+    pattern (``"shards-{000000..000099}.tar"``) or a list of archive paths
+    (``sorted(glob.glob("shards/*.tar"))``) names several archives
+    (WebDataset shards), packed into one pack in that order; ``label_field="cls"`` labels
     each sample by the number in its ``.cls`` file (classes ``"0"``, ``"1"``,
     ...), as ``--label-field``.
 
@@ -134,6 +135,18 @@ def build(
     """
     if parts < 1:
         raise ValueError(f"parts must be at least 1, not {parts}")
+    if isinstance(src, (list, tuple)):
+        if not src:
+            raise ValueError("src: an empty list of archives")
+        if parts > 1:
+            raise ValueError("a list of archives is built whole (no parts)")
+        for one in src:
+            if os.path.isdir(one):
+                raise ValueError(f"{os.fsdecode(os.fspath(one))}: a directory; a list names archives "
+                                 "(WebDataset shards) packed into one")
+        srcs = [os.fsencode(os.fspath(one)) for one in src]
+    else:
+        srcs = [os.fsencode(os.fspath(src))]  # type: ignore[arg-type]
     if part is not None and not 0 <= part < parts:
         raise ValueError(f"part must be in [0, {parts}), not {part}")
     if executor is not None and (parts == 1 or part is not None):
@@ -177,7 +190,7 @@ def build(
                          "with parts=N and no part to build, merge and upload every part)")
     try:
         summary = _core.build(
-            os.fsencode(os.fspath(src)),
+            srcs,
             os.fsencode(os.fspath(dst)),
             threads=threads,
             compress=mode,
@@ -200,7 +213,7 @@ def build(
     return summary  # type: ignore[return-value]
 
 
-def _build_remote(src: PathLike, url: str, *, staging: Optional[PathLike], **kw: Any) -> BuildSummary:
+def _build_remote(src: Union[PathLike, Sequence[PathLike]], url: str, *, staging: Optional[PathLike], **kw: Any) -> BuildSummary:
     """build() to an s3:// URL: built (with parts > 1: every part, merged)
     under a fresh staging directory, uploaded, the staging removed."""
     if not url.startswith("s3://"):

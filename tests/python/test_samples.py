@@ -208,11 +208,31 @@ def test_webdataset_shards_with_a_label_field(tmp_path):
     assert [pack.label(i) for i in range(len(pack))] == sorted(pack.label(i) for i in range(len(pack)))
     images = ufspack.MyImageFolder(out)
     assert len(images) == 24 and sorted(images.targets) == sorted(i % 3 for i in range(24))
-    # A {a,b} list names the same shards.
+    # A {a,b} list names the same shards, and so do a list of paths and
+    # the CLI given each shard.
     out2 = str(tmp_path / "p2")
     ufspack.build(str(tmp_path / "shards-{000000,000001,000002}.tar"), out2, all_files=True,
                   label_field="cls", progress=False)
     assert records_of(out2) == records_of(out)
+    shards = [str(tmp_path / f"shards-{k:06d}.tar") for k in range(3)]
+    out3 = str(tmp_path / "p3")
+    ufspack.build(shards, out3, all_files=True, label_field="cls", progress=False)
+    assert records_of(out3) == records_of(out)
+    cli = os.environ.get("UFSPACK_CLI", "ufspack")
+    out4 = str(tmp_path / "p4")
+    subprocess.run([cli, "build", *shards, "-o", out4, "--all-files", "--label-field", "cls", "-q"],
+                   check=True)
+    assert records_of(out4) == records_of(out)
+    assert ufspack.Pack(out4).info["source_root"] == f"{shards[0]} and 2 more"
+    r = subprocess.run([cli, "build", *shards, "--all-files"], capture_output=True, text=True)
+    assert r.returncode == 2 and "name the pack with -o when packing several archives" in r.stderr
+    r = subprocess.run([cli, "build", shards[0], str(tmp_path), "-o", out4], capture_output=True, text=True)
+    assert r.returncode == 2 and f"'{tmp_path}' is a directory" in r.stderr
+    with pytest.raises(ValueError, match="a directory; a list names archives"):
+        ufspack.build([shards[0], str(tmp_path)], out4, progress=False)
+    with pytest.raises(FileNotFoundError, match="shards-000009.tar"):
+        ufspack.build(shards + [str(tmp_path / "shards-000009.tar")], out4, progress=False)
+    assert records_of(out4) == records_of(out)  # left as it was
 
 
 def records_of(pack):

@@ -228,6 +228,13 @@ UFSPACK_EXPORT Status BuildPack(const std::string& src,
                                 const BuildOptions& options,
                                 BuildSummary* summary);
 
+// BuildPack of several archives (WebDataset shards, each file or shard
+// pattern of `archives` in turn), read one after another, in that order,
+// into one pack, as a shard pattern naming them would be.
+UFSPACK_EXPORT Status BuildPackFromArchives(
+    const std::vector<std::string>& archives, const std::string& out_dir,
+    const BuildOptions& options, BuildSummary* summary);
+
 // `name` without an archive suffix (.tar, .tar.gz, .tgz, .tar.bz2, .tbz2,
 // .tar.xz, .txz, .tar.zst, .tzst, .zip; ASCII case-insensitive); empty if
 // it has none.
