@@ -34,12 +34,12 @@ py::list Warnings(const std::vector<std::string>& warnings) {
 
 py::dict BuildSummaryToDict(const BuildSummary& summary, uint32_t part,
                             uint32_t parts) {
-  py::dict d("files"_a = summary.files, "classes"_a = summary.classes,
-             "skipped"_a = summary.skipped, "compressed"_a = summary.compressed,
-             "bytes_in"_a = summary.bytes_in, "bytes_out"_a = summary.bytes_out,
-             "index_bytes"_a = summary.index_bytes,
-             "seconds"_a = summary.seconds,
-             "pack_id"_a = summary.pack_id.ToHex());
+  py::dict d(
+      "files"_a = summary.files, "classes"_a = summary.classes,
+      "skipped"_a = summary.skipped, "not_matching"_a = summary.not_matching,
+      "compressed"_a = summary.compressed, "bytes_in"_a = summary.bytes_in,
+      "bytes_out"_a = summary.bytes_out, "index_bytes"_a = summary.index_bytes,
+      "seconds"_a = summary.seconds, "pack_id"_a = summary.pack_id.ToHex());
   if (parts > 1) {
     d["part"] = part;
     d["parts"] = parts;

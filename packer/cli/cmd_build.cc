@@ -580,6 +580,7 @@ std::string SuccessJson(const BuildArgs& a, const BuildSummary& summary,
            {"part_samples", summary.part_samples},
            {"split_samples", summary.split_samples}});
   }
+  if (summary.not_matching > 0) j.Add({{"not_matching", summary.not_matching}});
   j.Add({{"scan_seconds", Value::Fixed(summary.scan_seconds, 3)},
          {"seconds", Value::Fixed(summary.seconds, 3)}});
   AddSkipsJson(a.src, summary, &j);
@@ -603,6 +604,12 @@ void PrintSuccess(const BuildArgs& a, const BuildSummary& summary, double ratio,
                       : summary.files)
           .c_str(),
       Printable(a.out).c_str());
+  if (summary.not_matching > 0) {
+    std::printf(
+        "left out %s archive members whose names do not match the "
+        "extensions (--all-files packs every file)\n",
+        FormatCount(summary.not_matching).c_str());
+  }
   if (options.parts > 1) {
     std::printf("part %u/%u: samples %s to %s of %s\n", options.part,
                 options.parts, FormatCount(summary.part_first).c_str(),

@@ -189,6 +189,7 @@ class ArchiveBuild {
                           "archives are extracted, as classes)"
                         : "an archive nested more than one level deep");
       }
+      ++summary_->not_matching;
       return Status::OK();
     }
     switch (m.type) {
@@ -255,6 +256,7 @@ class ArchiveBuild {
     const std::string_view file =
         std::string_view(path).substr(path.rfind('/') + 1);
     if (!options_.scan.all_files && !HasAllowedExtension(file, extensions_)) {
+      ++summary_->not_matching;
       return Status::OK();
     }
     UFSPACK_RETURN_IF_ERROR(writer_->Add(path, bytes));

@@ -20,6 +20,7 @@ class BuildSummary(TypedDict):
     files: int
     classes: int
     skipped: int
+    not_matching: int  # archive members left out by the extensions (no all_files)
     compressed: int  # records stored as zstd
     bytes_in: int
     bytes_out: int  # data.ufs

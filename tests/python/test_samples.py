@@ -261,3 +261,11 @@ def test_webdataset_shard_errors(tmp_path):
     # Flat: the samples without labels.
     s = ufspack.build(pattern, str(tmp_path / "flat"), all_files=True, flat=True, progress=False)
     assert s["files"] == 23 and ufspack.Pack(str(tmp_path / "flat")).num_samples == 8
+    assert s["not_matching"] == 0
+    # Without all_files only the images are packed, and the rest is counted.
+    s = ufspack.build(pattern, str(tmp_path / "images"), flat=True, progress=False)
+    assert s["files"] == 8 and s["not_matching"] == 15
+    cli = os.environ.get("UFSPACK_CLI", "ufspack")
+    r = subprocess.run([cli, "build", pattern, "--flat", "-o", str(tmp_path / "images")],
+                       capture_output=True, text=True, check=True)
+    assert "left out 15 archive members whose names do not match the extensions" in r.stdout

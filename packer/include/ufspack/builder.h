@@ -200,7 +200,11 @@ struct BuildSummary {
   PackId pack_id;
   uint64_t files = 0;
   uint64_t classes = 0;
-  uint64_t skipped = 0;     // files and directories skipped
+  uint64_t skipped = 0;  // files and directories skipped
+  // Archive builds: members left out as a tree build leaves out files
+  // (their names do not match the extensions; no --all-files), e.g. the
+  // .cls and .txt fields of WebDataset shards.
+  uint64_t not_matching = 0;
   uint64_t compressed = 0;  // records stored as zstd
   uint64_t bytes_in = 0;
   uint64_t bytes_out = 0;  // size of data.ufs
