@@ -18,7 +18,9 @@ in a fresh process, writing to local disk, with one process and with
   mds         streaming.MDSWriter (1); N processes writing halves (N)
   webdataset  webdataset.TarWriter (1); N processes writing shards (N)
 
-The runs go round-robin over the writers, repeat after repeat.
+The runs go round-robin over the writers, repeat after repeat, each
+after a sync and (as root) with the page cache dropped, so that every
+writer starts with the same free memory.
 Reported: samples/s (median of --repeat) and each peer's time over
 ufspack's (the target: ufspack >= 1.5x the fastest peer).  A peer whose
 package is missing is skipped and said so.  --smoke: 300 samples, one
@@ -144,6 +146,11 @@ def measure(kind: str, work: str, n: int, workers: int) -> float:
     out = os.path.join(work, f"{kind}-{workers}")
     shutil.rmtree(out, ignore_errors=True)
     subprocess.run(["sync"], check=True)
+    try:  # as root: every writer starts with the same free memory
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+    except OSError:
+        pass
     r = subprocess.run([sys.executable, os.path.abspath(__file__), "_one", kind, out, str(n),
                         str(workers)], check=True, stdout=subprocess.PIPE, text=True)
     shutil.rmtree(out, ignore_errors=True)
