@@ -34,7 +34,6 @@ when wids is missing.
 from __future__ import annotations
 
 import io
-import json
 import os
 import random
 import shutil
@@ -197,7 +196,7 @@ def main() -> int:
     os.makedirs(args.work)
     shardlist = write_shards(args.work, args.samples, args.shards)
     pack = os.path.join(args.work, "samples.ufspack")
-    pattern = os.path.join(args.work, "shard-{%06d..%06d}.tar" % (0, args.shards - 1))
+    pattern = os.path.join(args.work, f"shard-{{000000..{args.shards - 1:06d}}}.tar")
     subprocess.run([ufspack_cli, "build", pattern, "--flat", "--all-files", "-o", pack, "-q"], check=True)
     files = [s["url"] for s in shardlist] + [pack]
     order = random.Random(1).sample(range(args.samples), min(args.reads, args.samples))

@@ -106,7 +106,7 @@ def transform_batch(
 def decode_rgb(data: bytes) -> Optional[np.ndarray]: ...
 def sniff_format(data: bytes) -> str: ...
 def build(
-    src: bytes,
+    srcs: List[bytes],
     dst: bytes,
     threads: int = 32,
     compress: str = "none",

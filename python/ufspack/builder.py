@@ -6,7 +6,7 @@ import concurrent.futures
 import os
 import shutil
 import tempfile
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, TypedDict, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, TypedDict, Union, cast
 
 from ufspack import _core
 from ufspack.pack import PathLike
@@ -162,7 +162,8 @@ def build(
     if parts > 1 and part is None:
         if label_field:
             raise ValueError("label_field is for archives, which are built whole (no parts)")
-        return _build_in_parts(src, dst, parts, executor, progress=progress, threads=threads,
+        # (a list of archives was refused above)
+        return _build_in_parts(cast(PathLike, src), dst, parts, executor, progress=progress, threads=threads,
                                compress=compress, layout=layout, extensions=extensions,
                                all_files=all_files, flat=flat, allow_empty=allow_empty,
                                skip_unreadable=skip_unreadable)  # type: ignore[return-value]
