@@ -7,7 +7,7 @@ import argparse
 import json
 import os
 import tarfile
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 PHOTOS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data",
                       "cats_and_dogs_filtered.tar")
@@ -49,4 +49,23 @@ def shared_photos(limit: int) -> List[bytes]:
                     out.append(f.read())
                     if len(out) >= limit:
                         break
+    return out
+
+
+def photos_or_generated(limit: int, generated: int = 64, size: Tuple[int, int] = (500, 375)) -> List[bytes]:
+    """Up to `limit` real JPEGs from ../shared/data, or, without it,
+    min(limit, `generated`) JPEGs of seeded noise of `size` (width,
+    height), quality 90."""
+    out = shared_photos(limit)
+    if not out:
+        import io
+
+        import numpy as np
+        from PIL import Image
+
+        for i in range(min(limit, generated)):
+            arr = np.random.default_rng(i).integers(0, 255, (size[1], size[0], 3)).astype(np.uint8)
+            buf = io.BytesIO()
+            Image.fromarray(arr).save(buf, "JPEG", quality=90)
+            out.append(buf.getvalue())
     return out

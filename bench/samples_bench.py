@@ -50,25 +50,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def photos(limit: int) -> List[bytes]:
-    """Real photos from ../shared, or small generated JPEGs without it."""
-    out = benchlib.shared_photos(limit)
-    if not out:
-        import numpy as np
-        from PIL import Image
-
-        for i in range(min(limit, 32)):
-            arr = np.random.default_rng(i).integers(0, 255, (240, 320, 3)).astype(np.uint8)
-            buf = io.BytesIO()
-            Image.fromarray(arr).save(buf, "JPEG", quality=90)
-            out.append(buf.getvalue())
-    return out
-
-
 def write_shards(work: str, samples: int, shards: int) -> List[Dict[str, Any]]:
     """WebDataset shards (key.jpg + key.cls per sample), as TarWriter
     writes them; returns wids' shard list."""
-    pics = photos(samples)
+    pics = benchlib.photos_or_generated(samples, generated=32, size=(320, 240))
     per = -(-samples // shards)
     out = []
     for s in range(shards):

@@ -5,20 +5,13 @@ cannot rot.  No timing is asserted beyond being positive; where strace is
 installed, the pread64 count per sample is (1.00, as test_samples
 asserts for its own packs)."""
 
-import json
-import os
 import shutil
-import subprocess
-import sys
 
-BENCH = os.path.join(os.path.dirname(__file__), "..", "..", "bench")
+import benchsmoke
 
 
 def test_samples_bench_smoke(tmp_path):
-    out = tmp_path / "out"
-    subprocess.run([sys.executable, f"{BENCH}/samples_bench.py", "--smoke", "--work", str(tmp_path / "work"),
-                    "--out", str(out)], check=True, capture_output=True, text=True, timeout=300)
-    r = json.load(open(out / "results.json"))
+    r, out = benchsmoke.run("samples_bench.py", tmp_path, "--smoke")
     assert r["samples"] == 200 and r["reads"] == 200
     assert {"ufspack/raw/warm", "ufspack/decoded/warm"} <= set(r["results"])
     for key, v in r["results"].items():
