@@ -7,16 +7,15 @@ import glob
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 import torch
 import torchvision
 from torchvision import transforms
 
+import httpserve
 import ufspack
 from ufspack import _core
 
@@ -24,7 +23,6 @@ from ufspack import _core
 pytest_plugins = ["s3fixture"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SERVER = os.path.join(HERE, "..", "remote", "static_server.py")
 
 
 @pytest.fixture(scope="module")
@@ -37,23 +35,8 @@ def web(small_pack, small_tree, tmp_path_factory):
     for i, p in enumerate(parts):
         ufspack.build(small_tree, p, parts=3, part=i, progress=False)
     ufspack.merge(parts, os.path.join(root, "merged"))
-    ready = os.path.join(root, ".ready")
-    proc = subprocess.Popen(
-        [sys.executable, SERVER, root, "--port-file", ready],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while not os.path.exists(ready):
-            assert proc.poll() is None, "static_server.py exited"
-            assert time.monotonic() < deadline, "static_server.py not ready after 30 s"
-            time.sleep(0.02)
-        with open(ready) as f:
-            url = json.load(f)["url"]
+    with httpserve.serve(root) as url:
         yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 def delta(before):

@@ -235,6 +235,35 @@ def test_webdataset_shards_with_a_label_field(tmp_path):
     assert records_of(out4) == records_of(out)  # left as it was
 
 
+def test_one_ranged_get_per_sample_over_http(tmp_path):
+    # Shards in TarWriter's order, the pack served by a web server: each
+    # sample past data.ufs's first 4 KiB (fetched with the open) is one GET.
+    import httpserve
+    from ufspack import _core
+
+    write_shards(tmp_path, 2, 6)
+    root = tmp_path / "www"
+    ufspack.build(str(tmp_path / "shards-{000000..000001}.tar"), str(root / "p"), flat=True,
+                  all_files=True, progress=False)
+    local = ufspack.Pack(str(root / "p"))
+    with httpserve.serve(str(root)) as url:
+        pack = ufspack.Pack(url + "/p")
+        index = pack._sample_index()
+        checked = 0
+        for s in range(pack.num_samples):
+            first, count = index.span(s)
+            before = _core.remote_stats()
+            got = pack.sample(s)
+            requests = _core.remote_stats()["requests"] - before["requests"]
+            assert got == local.sample(s) and set(got) == {"cls", "jpg", "txt"}
+            if local.record(first)["offset"] >= 4096:
+                assert requests == 1, (s, requests)
+                checked += 1
+        assert checked >= 8
+        ds = ufspack.SampleDataset(pack, fields=("jpg", "cls"))
+        assert [ds[i][1] for i in range(len(ds))] == [i % 3 for i in range(12)]
+
+
 def records_of(pack):
     p = ufspack.Pack(pack)
     return [(p.name(i), p.label(i), p.read(i)) for i in range(len(p))]

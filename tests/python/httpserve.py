@@ -1,0 +1,35 @@
+"""A directory served over HTTP on loopback by tests/remote/static_server.py
+(range requests, as a web server or CDN serves a pack), for the tests."""
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Iterator
+
+SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "remote", "static_server.py")
+
+
+@contextlib.contextmanager
+def serve(root: str) -> Iterator[str]:
+    """Serves `root` while the block runs; yields its base URL.  The
+    server is killed (its whole process group) on the way out."""
+    ready = os.path.join(root, ".ready")
+    proc = subprocess.Popen(
+        [sys.executable, SERVER, root, "--port-file", ready],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.exists(ready):
+            assert proc.poll() is None, "static_server.py exited"
+            assert time.monotonic() < deadline, "static_server.py not ready after 30 s"
+            time.sleep(0.02)
+        with open(ready) as f:
+            yield json.load(f)["url"]
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
