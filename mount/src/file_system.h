@@ -1,0 +1,76 @@
+// Copyright 2026 The ufspack Authors.
+//
+// FileSystem: the FUSE low-level operations over a Tree and a Reader.
+// Inodes are the Tree's (a file's inode is its record), so lookup,
+// getattr and readdir(plus) answer from the tree and the mapped index;
+// only read() touches data.ufs, through the Reader (and its cache).
+//
+// Nothing changes while mounted (the pack is immutable), so entries and
+// attributes are given long timeouts, directories are cached by the
+// kernel (cache_readdir) and files keep their pages (keep_cache); lookup
+// counts are not tracked (forget is a no-op: inodes live as long as the
+// mount).
+//
+// Thread safety: the operations run concurrently on libfuse's workers;
+// the tree is immutable, the Reader thread-safe, each open file's buffer
+// guarded by its own mutex.  Lifetime: the Reader and the Tree outlive the
+// session that calls the operations.
+#ifndef UFSPACK_MOUNT_FILE_SYSTEM_H_
+#define UFSPACK_MOUNT_FILE_SYSTEM_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "tree.h"
+#include "ufspack/reader.h"
+
+struct fuse_lowlevel_ops;
+struct stat;
+
+namespace ufspack {
+namespace mount {
+
+struct FileSystemStats {
+  std::atomic<uint64_t> record_reads{0};  // Reader::Read calls
+  std::atomic<uint64_t> read_errors{0};   // of which failed (EIO)
+};
+
+class FileSystem {
+ public:
+  FileSystem(const Reader* reader, const Tree* tree, int64_t mtime,
+             std::function<void(const std::string&)> log);
+
+  // The operations, whose userdata must be this FileSystem.
+  static const fuse_lowlevel_ops* Ops();
+
+  // Fills *st for inode `ino`.  EIO when its record entry cannot be read,
+  // ENOENT for an unknown inode; 0 when done.
+  int Stat(uint64_t ino, struct stat* st) const;
+
+  // Reads the whole record of file `ino` into *out (one Reader::Read).
+  // EIO (and a log line naming the record, its offset and the error) when
+  // it fails; 0 when done.
+  int ReadRecord(uint64_t ino, std::string* out) const;
+
+  const Tree& tree() const { return *tree_; }
+  const Reader& reader() const { return *reader_; }
+  const FileSystemStats& stats() const { return stats_; }
+
+ private:
+  const Reader* reader_;
+  const Tree* tree_;
+  const int64_t mtime_;
+  const uid_t uid_;
+  const gid_t gid_;
+  std::function<void(const std::string&)> log_;
+  mutable FileSystemStats stats_;
+};
+
+}  // namespace mount
+}  // namespace ufspack
+
+#endif  // UFSPACK_MOUNT_FILE_SYSTEM_H_
