@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -139,9 +140,17 @@ Status MountedFsType(const std::string& abs_path, std::string* fstype) {
 }  // namespace mount
 
 Status CheckMountpoint(const std::string& path) {
+  // statfs, not stat: the kernel may answer stat of a dead FUSE mount from
+  // its attribute cache, while statfs always asks the server.
+  struct statfs sfs;
   struct stat st;
-  if (stat(path.c_str(), &st) != 0) {
-    const int err = errno;
+  int err = 0;
+  if (statfs(path.c_str(), &sfs) != 0) {
+    err = errno;
+  } else if (stat(path.c_str(), &st) != 0) {
+    err = errno;
+  }
+  if (err != 0) {
     if (err == ENOTCONN) {
       return Status::InvalidArgument(mount::StaleMountMessage(path));
     }
