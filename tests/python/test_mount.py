@@ -5,11 +5,13 @@ fusermount3, or a CLI built without mount.  Every wait is bounded.
 """
 
 import errno
+import json
 import os
 import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -330,3 +332,59 @@ def test_mounted_cleans_up_on_exceptions(small_pack):
     with pytest.raises(ufspack.MountError, match="nopack"):
         with ufspack.mounted(os.path.join(small_pack, "nopack")):
             pass
+
+
+SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "remote", "static_server.py")
+
+
+def serve(root):
+    """static_server.py over `root`: (process, url)."""
+    ready = os.path.join(root, ".ready")
+    proc = subprocess.Popen(
+        [sys.executable, SERVER, root, "--port-file", ready],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    wait_until(lambda: os.path.exists(ready) or proc.poll() is not None, what="static_server.py")
+    with open(ready) as f:
+        return proc, json.load(f)["url"]
+
+
+def cache_hits(cache):
+    """The cache's hits (lookups are counted in lumps, all of them once
+    the processes using it have ended)."""
+    r = cli("cache", "stat", cache, "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["tiers"][0]["hits"]
+
+
+def test_http_pack_through_the_cache_and_the_server_gone(small_pack, small_tree, tmp_path, monkeypatch):
+    monkeypatch.setenv("UFSPACK_REMOTE_MAX_ATTEMPTS", "1")  # a dead server fails fast
+    www = tmp_path / "www"
+    shutil.copytree(small_pack, www / "small.ufspack")
+    server, url = serve(str(www))
+    cached = os.path.join("class0", "img1.jpg")
+    uncached = os.path.join("class2", "img6.png")
+    try:
+        with Foreground(url + "/small.ufspack", tmp_path / "mnt", "--cache", tmp_path / "cache") as m:
+            assert sorted(tree_files(m.root)) == sorted(tree_files(small_tree))
+            want = read(os.path.join(small_tree, cached))
+            assert read(os.path.join(m.root, cached)) == want
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+            # The kernel's copy dropped: the read goes to the mount, which
+            # serves it from the node-local cache.
+            with open(os.path.join(m.root, cached), "rb") as f:
+                os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+            assert read(os.path.join(m.root, cached)) == want
+            with pytest.raises(OSError) as e:
+                read(os.path.join(m.root, uncached))
+            assert e.value.errno == errno.EIO
+            assert "EIO" in m.stderr() and "img6.png" in m.stderr()
+        # Counted when the mount ended: the second read was the cache's.
+        assert cache_hits(tmp_path / "cache") == 1
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
