@@ -40,9 +40,7 @@ def _find_cli() -> str:
     beside = os.path.join(os.path.dirname(sys.executable), "ufspack")
     if os.access(beside, os.X_OK):
         return beside
-    raise FileNotFoundError(
-        "the ufspack command line tool was not found: set UFSPACK_CLI or put ufspack on PATH"
-    )
+    raise FileNotFoundError("the ufspack command line tool was not found: set UFSPACK_CLI or put ufspack on PATH")
 
 
 def _output(log: IO[bytes]) -> str:
