@@ -326,9 +326,8 @@ int FileSystem::ReadRecord(uint64_t ino, std::string* out) const {
                       EscapeBytes(tree_->PathOf(ino)) + "'";
   if (reader_->info().part_count > 0)
     where += " (part " + std::to_string(r.part) + ")";
-  log_("read of " + where + " at offset " + std::to_string(r.offset) + "+" +
-       std::to_string(r.stored_length) +
-       " failed, EIO to the reader: " + EscapeBytes(s.message()));
+  log_("EIO: " + where + " at offset " + std::to_string(r.offset) + "+" +
+       std::to_string(r.stored_length) + ": " + EscapeBytes(s.message()));
   out->clear();
   return EIO;
 }

@@ -132,7 +132,7 @@ int MountPack(const MountArgs& a, bool foreground,
   std::printf("mounted %s at %s: %s files in %s directories%s\n",
               Printable(a.pack).c_str(), Printable(a.mountpoint).c_str(),
               FormatCount((*mount)->file_count()).c_str(),
-              FormatCount((*mount)->dir_count()).c_str(),
+              FormatCount((*mount)->dir_count() - 1).c_str(),
               foreground ? "; Ctrl-C unmounts" : "");
   std::fflush(stdout);
   return kExitOk;
