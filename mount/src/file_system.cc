@@ -178,20 +178,25 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (fuse_reply_open(req, fi) != 0) delete f;  // interrupted: no release
 }
 
+// Loads the record of `f` if not yet loaded.  Returns 0 or an errno.  The
+// caller replies only after this returns: once the reply is sent, the
+// kernel may release the file (and another worker delete `f`) at once.
+int LoadOpenFile(fuse_req_t req, fuse_ino_t ino, OpenFile* f) {
+  std::lock_guard<std::mutex> lock(f->mu);
+  if (f->loaded) return 0;
+  // A failure is not kept: the next read tries again (the storage may be
+  // back).
+  if (int err = Fs(req).ReadRecord(ino, &f->bytes); err != 0) return err;
+  f->loaded = true;
+  return 0;
+}
+
 void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
             fuse_file_info* fi) {
   OpenFile* f = reinterpret_cast<OpenFile*>(fi->fh);
-  {
-    std::lock_guard<std::mutex> lock(f->mu);
-    if (!f->loaded) {
-      // A failure is not kept: the next read tries again (the storage
-      // may be back).
-      if (int err = Fs(req).ReadRecord(ino, &f->bytes); err != 0) {
-        fuse_reply_err(req, err);
-        return;
-      }
-      f->loaded = true;
-    }
+  if (int err = LoadOpenFile(req, ino, f); err != 0) {
+    fuse_reply_err(req, err);
+    return;
   }
   const std::string& b = f->bytes;
   const uint64_t start =

@@ -73,6 +73,7 @@ class Foreground:
         return self.log.read().decode("utf-8", "replace")
 
     def stop(self):
+        """SIGINT (a clean unmount), bounded; returns the exit status."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
             try:
@@ -82,14 +83,17 @@ class Foreground:
                 self.proc.wait(20)
         if os.path.ismount(self.root):
             cli("umount", self.root)
-        self.log.close()
         return self.proc.returncode
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.stop()
+    def __exit__(self, exc_type, *exc):
+        rc = self.stop()
+        log = self.stderr()
+        self.log.close()
+        # Served and unmounted cleanly (no crash at exit).
+        assert exc_type is not None or rc == 0, f"exit status {rc}: {log}"
 
 
 def tree_files(root):
