@@ -83,11 +83,10 @@ class UFSPACK_EXPORT PackMount {
 
   const std::string& mountpoint() const;
   uint64_t file_count() const;
-  uint64_t dir_count() const;
-
-  class Impl;
+  uint64_t dir_count() const;  // the root included
 
  private:
+  class Impl;
   explicit PackMount(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
