@@ -241,6 +241,23 @@ def test_cached_records_read_while_the_source_is_gone(small_pack, tmp_path):
         assert e.value.errno == errno.EIO
 
 
+def test_warmed_up_cache_serves_every_file_with_the_pack_gone(small_pack, small_tree, tmp_path):
+    pack = tmp_path / "pack"
+    shutil.copytree(small_pack, pack)
+    r = cli("warmup", pack, "--cache", tmp_path / "cache", "-q")
+    assert r.returncode == 0, r.stderr
+    shutil.rmtree(pack)
+    with ufspack.mounted(pack, cache=tmp_path / "cache", options=("allow_other",)) as root:
+        with open("/proc/self/mountinfo") as f:
+            line = next(x for x in f if f" {root} " in x)
+        assert "fuse.ufspack" in line and "allow_other" in line, line
+        want = tree_files(small_tree)
+        files = tree_files(root)
+        assert sorted(files) == sorted(want)
+        for rel, path in files.items():
+            assert read(path) == read(want[rel])
+
+
 def test_bad_mountpoints_and_packs(small_pack, tmp_path):
     full = tmp_path / "full"
     full.mkdir()
