@@ -158,6 +158,11 @@ void OpOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     fuse_reply_err(req, ENOTDIR);
     return;
   }
+  if (Fs(req).zero_message_opendirs()) {
+    // The kernel then opens directories itself, keeping their listings.
+    fuse_reply_err(req, ENOSYS);
+    return;
+  }
   fi->cache_readdir = 1;  // the kernel keeps the listing
   fi->keep_cache = 1;
   fuse_reply_open(req, fi);
@@ -170,6 +175,10 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   }
   if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
     fuse_reply_err(req, EROFS);
+    return;
+  }
+  if (Fs(req).zero_message_opens()) {
+    fuse_reply_err(req, ENOSYS);  // no opens from now on (keep_cache)
     return;
   }
   OpenFile* f = new OpenFile;
@@ -191,22 +200,46 @@ int LoadOpenFile(fuse_req_t req, fuse_ino_t ino, OpenFile* f) {
   return 0;
 }
 
-void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-            fuse_file_info* fi) {
-  OpenFile* f = reinterpret_cast<OpenFile*>(fi->fh);
-  if (int err = LoadOpenFile(req, ino, f); err != 0) {
-    fuse_reply_err(req, err);
-    return;
-  }
-  const std::string& b = f->bytes;
+void ReplyRange(fuse_req_t req, const std::string& b, size_t size, off_t off) {
   const uint64_t start =
       std::min<uint64_t>(static_cast<uint64_t>(off), b.size());
   const size_t n = std::min<uint64_t>(size, b.size() - start);
   fuse_reply_buf(req, b.data() + start, n);
 }
 
+// A read without an open file (zero-message opens): a read of the whole
+// file is served and forgotten; a file read in pieces is kept in
+// RecentRecords for its next pieces, so it too costs one request.
+void ReadWithoutOpen(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off) {
+  FileSystem& fs = Fs(req);
+  uint64_t length = 0;
+  int err = fs.tree().IsFile(ino) ? fs.Length(ino, &length) : EIO;
+  if (err == 0 && off == 0 && size >= length) {
+    std::string b;
+    err = fs.ReadRecord(ino, &b);
+    if (err == 0) return ReplyRange(req, b, size, off);
+  } else if (err == 0) {
+    std::shared_ptr<const std::string> b;
+    err = fs.recent().Get(
+        ino, [&](std::string* out) { return fs.ReadRecord(ino, out); }, &b);
+    if (err == 0) return ReplyRange(req, *b, size, off);
+  }
+  fuse_reply_err(req, err);
+}
+
+void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+            fuse_file_info* fi) {
+  if (fi->fh == 0) return ReadWithoutOpen(req, ino, size, off);
+  OpenFile* f = reinterpret_cast<OpenFile*>(fi->fh);
+  if (int err = LoadOpenFile(req, ino, f); err != 0) {
+    fuse_reply_err(req, err);
+    return;
+  }
+  ReplyRange(req, f->bytes, size, off);
+}
+
 void OpRelease(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
-  delete reinterpret_cast<OpenFile*>(fi->fh);
+  delete reinterpret_cast<OpenFile*>(fi->fh);  // null: nothing
   fuse_reply_err(req, 0);
 }
 
@@ -262,8 +295,13 @@ void SetReadOnlyOps(fuse_lowlevel_ops* ops) {
 // which made `find` over 1M names 2-3x slower (5.3-6.7 s against 2.1-3.1
 // s); a program that stats each file (`ls -l`) pays a lookup per file
 // instead.  See docs/design.md, "The mount".
-void OpInit(void*, fuse_conn_info* conn) {
+void OpInit(void* userdata, fuse_conn_info* conn) {
   conn->want &= ~(FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO);
+  FileSystem* fs = static_cast<FileSystem*>(userdata);
+  const bool allow = fs->allow_zero_message_opens();
+  fs->set_zero_message_opens(
+      allow && (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) != 0,
+      allow && (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) != 0);
 }
 
 fuse_lowlevel_ops MakeOps() {
@@ -288,12 +326,14 @@ fuse_lowlevel_ops MakeOps() {
 }  // namespace
 
 FileSystem::FileSystem(const Reader* reader, const Tree* tree, int64_t mtime,
+                       bool allow_zero_message_opens,
                        std::function<void(const std::string&)> log)
     : reader_(reader),
       tree_(tree),
       mtime_(mtime),
       uid_(getuid()),
       gid_(getgid()),
+      allow_zero_message_opens_(allow_zero_message_opens),
       log_(std::move(log)) {}
 
 const fuse_lowlevel_ops* FileSystem::Ops() {
@@ -325,6 +365,18 @@ int FileSystem::Stat(uint64_t ino, struct stat* st) const {
   st->st_nlink = 1;
   st->st_size = static_cast<off_t>(r.original_length);
   st->st_blocks = static_cast<blkcnt_t>((r.original_length + 511) / 512);
+  return 0;
+}
+
+int FileSystem::Length(uint64_t ino, uint64_t* length) const {
+  Record r;
+  Status s = reader_->GetRecord(tree_->RecordOf(ino), &r);
+  if (!s.ok()) {
+    log_("EIO: record " + std::to_string(tree_->RecordOf(ino)) + ": " +
+         EscapeBytes(s.message()));
+    return EIO;
+  }
+  *length = r.original_length;
   return 0;
 }
 

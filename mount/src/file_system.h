@@ -25,6 +25,7 @@
 #include <functional>
 #include <string>
 
+#include "recent_records.h"
 #include "tree.h"
 #include "ufspack/reader.h"
 
@@ -42,6 +43,7 @@ struct FileSystemStats {
 class FileSystem {
  public:
   FileSystem(const Reader* reader, const Tree* tree, int64_t mtime,
+             bool allow_zero_message_opens,
              std::function<void(const std::string&)> log);
 
   // The operations, whose userdata must be this FileSystem.
@@ -51,10 +53,29 @@ class FileSystem {
   // ENOENT for an unknown inode; 0 when done.
   int Stat(uint64_t ino, struct stat* st) const;
 
+  // The original length of file `ino`'s record.  EIO (logged) when its
+  // entry cannot be read; 0 when done.
+  int Length(uint64_t ino, uint64_t* length) const;
+
   // Reads the whole record of file `ino` into *out (one Reader::Read).
   // EIO (and a log line naming the record, its offset and the error) when
   // it fails; 0 when done.
   int ReadRecord(uint64_t ino, std::string* out) const;
+
+  // Zero-message opens (FUSE_CAP_NO_OPEN_SUPPORT, Linux 4.19+): open()
+  // answers ENOSYS once, after which the kernel opens files without asking
+  // (and keeps their pages) and sends no release: a warm read of a cached
+  // file costs no request to us at all.  Reads then come without an open
+  // file, and a file read in pieces is kept in recent() instead.  Set by
+  // init from what the kernel can do and MountOptions.
+  void set_zero_message_opens(bool files, bool dirs) {
+    zero_message_opens_ = files;
+    zero_message_opendirs_ = dirs;
+  }
+  bool zero_message_opens() const { return zero_message_opens_; }
+  bool zero_message_opendirs() const { return zero_message_opendirs_; }
+  bool allow_zero_message_opens() const { return allow_zero_message_opens_; }
+  RecentRecords& recent() { return recent_; }
 
   const Tree& tree() const { return *tree_; }
   const Reader& reader() const { return *reader_; }
@@ -66,8 +87,12 @@ class FileSystem {
   const int64_t mtime_;
   const uid_t uid_;
   const gid_t gid_;
+  const bool allow_zero_message_opens_;
+  std::atomic<bool> zero_message_opens_{false};
+  std::atomic<bool> zero_message_opendirs_{false};
   std::function<void(const std::string&)> log_;
   mutable FileSystemStats stats_;
+  RecentRecords recent_{64};
 };
 
 }  // namespace mount

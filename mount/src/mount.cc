@@ -135,8 +135,8 @@ Status PackMount::Impl::Start() {
   }
   const int64_t mtime =
       options_.mtime >= 0 ? options_.mtime : PackMtime(*reader_);
-  fs_ = std::make_unique<mount::FileSystem>(reader_.get(), &tree_, mtime,
-                                            options_.log);
+  fs_ = std::make_unique<mount::FileSystem>(
+      reader_.get(), &tree_, mtime, options_.zero_message_opens, options_.log);
   const std::string fsname =
       options_.fsname.empty() ? "ufspack" : options_.fsname;
   std::vector<std::string> argv = {

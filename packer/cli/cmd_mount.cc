@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -119,6 +120,9 @@ int MountPack(const MountArgs& a, bool foreground,
   MountOptions mo;
   mo.fuse_options = a.fuse_options;
   mo.fsname = FsName(a.pack);
+  // A knob for tests and old kernels: an open file per open (docs/mount.md).
+  const char* buffers = getenv("UFSPACK_MOUNT_OPEN_BUFFERS");
+  mo.zero_message_opens = buffers == nullptr || *buffers == '\0';
   if (!foreground) {
     mo.log = [](const std::string& line) {
       syslog(LOG_ERR, "%s", line.c_str());

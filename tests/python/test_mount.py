@@ -149,8 +149,12 @@ def test_zstd_merged_pack(small_tree, tmp_path):
             assert os.stat(path).st_size == os.stat(want[rel]).st_size
 
 
-def test_chunked_reads_and_seeks(tmp_path):
-    # A record larger than the kernel's 128 KiB reads, read in pieces.
+@pytest.mark.parametrize("open_buffers", ["", "1"], ids=["zero_message_opens", "open_buffers"])
+def test_chunked_reads_and_seeks(tmp_path, monkeypatch, open_buffers):
+    # A record larger than the kernel's 128 KiB reads, read in pieces: kept
+    # in the mount's shared slots (the kernel opening files without asking)
+    # or with each open file (UFSPACK_MOUNT_OPEN_BUFFERS=1).
+    monkeypatch.setenv("UFSPACK_MOUNT_OPEN_BUFFERS", open_buffers)
     payload = os.urandom(700_000)
     (tmp_path / "src" / "c").mkdir(parents=True)
     (tmp_path / "src" / "c" / "big.png").write_bytes(payload)
@@ -205,7 +209,9 @@ def test_listing_and_stat_read_nothing_from_data(small_pack, small_tree, tmp_pat
         assert e.value.errno == errno.EIO
 
 
-def test_corrupt_record_gives_eio_and_a_log_line(small_pack, tmp_path):
+@pytest.mark.parametrize("open_buffers", ["", "1"], ids=["zero_message_opens", "open_buffers"])
+def test_corrupt_record_gives_eio_and_a_log_line(small_pack, tmp_path, monkeypatch, open_buffers):
+    monkeypatch.setenv("UFSPACK_MOUNT_OPEN_BUFFERS", open_buffers)
     pack = tmp_path / "pack"
     shutil.copytree(small_pack, pack)
     p = ufspack.Pack(str(pack))

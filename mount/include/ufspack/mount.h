@@ -57,6 +57,11 @@ struct MountOptions {
   // epoch; < 0: the index file's (the manifest's for a merged pack), or 0
   // where it has none (a remote pack).
   int64_t mtime = -1;
+  // Let the kernel open files without asking us, where it can (Linux
+  // 4.19+): warm reads then cost no request to the mount at all, and a
+  // file read in pieces is kept in a few shared slots instead of with its
+  // open file.  false: every open gets its own buffer (a request each).
+  bool zero_message_opens = true;
   // The most requests served at once (libfuse's idle worker threads).
   int max_idle_threads = 16;
 };
