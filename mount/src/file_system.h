@@ -7,14 +7,14 @@
 //
 // Nothing changes while mounted (the pack is immutable), so entries and
 // attributes are given long timeouts, directories are cached by the
-// kernel (cache_readdir) and files keep their pages (keep_cache); lookup
-// counts are not tracked (forget is a no-op: inodes live as long as the
-// mount).
+// kernel (cache_readdir) and files keep their pages (keep_cache, also with
+// zero-message opens); lookup counts are not tracked (forget is a no-op:
+// inodes live as long as the mount).  No readdirplus (see OpInit).
 //
 // Thread safety: the operations run concurrently on libfuse's workers;
 // the tree is immutable, the Reader thread-safe, each open file's buffer
-// guarded by its own mutex.  Lifetime: the Reader and the Tree outlive the
-// session that calls the operations.
+// guarded by its own mutex, RecentRecords by its slots' mutexes.  Lifetime: the
+// Reader and the Tree outlive the session that calls the operations.
 #ifndef UFSPACK_MOUNT_FILE_SYSTEM_H_
 #define UFSPACK_MOUNT_FILE_SYSTEM_H_
 

@@ -14,14 +14,16 @@
 // Records are files at their names ("cats/cat.1.jpg"), the directories of
 // those names are directories.  The tree is built once, at Mount(), from
 // the names in the mapped index: listings and stat never read data.ufs.
-// A file's first read() reads the whole record with one Reader::Read (one
-// pread, one ranged GET, or none when the cache holds it; checksummed, zstd
-// decompressed) into a buffer kept while the file is open, so the kernel's
-// 128 KiB chunks of one file cost one request; the kernel keeps the pages
-// (the pack is immutable), so a file read again costs none.  A record that
-// fails (checksum mismatch, unreachable storage) gives EIO to the program
-// and a log line naming the record, its offset and the error; wrong bytes
-// are never returned.  Writes of any kind fail with EROFS.
+// A read() reads the whole record with one Reader::Read (one pread, one
+// ranged GET, or none when the cache holds it; checksummed, zstd
+// decompressed); a file read in the kernel's 128 KiB pieces keeps it (with
+// its open file, or in a few shared slots when the kernel opens files
+// without asking: MountOptions::zero_message_opens) for the next pieces, so
+// each file costs one request.  The kernel keeps the pages (the pack is
+// immutable), so a file read again costs none.  A record that fails (checksum
+// mismatch, unreachable storage) gives EIO to the program and a log line naming
+// the record, its offset and the error; wrong bytes are never returned.  Writes
+// of any kind fail with EROFS.
 //
 // Thread safety: Mount() and Run() are called from one thread; Run() serves
 // requests on libfuse's worker threads, which share the Reader (whose const
