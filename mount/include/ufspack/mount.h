@@ -64,7 +64,8 @@ struct MountOptions {
   // file read in pieces is kept in a few shared slots instead of with its
   // open file.  false: every open gets its own buffer (a request each).
   bool zero_message_opens = true;
-  // The most requests served at once (libfuse's idle worker threads).
+  // Idle worker threads libfuse keeps; it starts more as requests wait,
+  // up to its own limit (10 in libfuse 3.14).
   int max_idle_threads = 16;
 };
 
