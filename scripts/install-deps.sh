@@ -3,7 +3,8 @@
 #
 #   bash scripts/install-deps.sh [tier...]        (default: all)
 #
-#   build   compile the libraries, the CLI and the C++ example
+#   build   compile the libraries, the CLI (with `ufspack mount`: libfuse3)
+#           and the C++ example
 #   python  build + the Python module and what MyImageFolder is compared
 #           with (numpy, Pillow, torch, torchvision)
 #   test    python + the test suite: GoogleTest, Google Benchmark (the
@@ -24,7 +25,8 @@ BUILD=(build-essential cmake ninja-build pkg-config git tar
        libzstd-dev libxxhash-dev zlib1g-dev libopencv-dev libturbojpeg0-dev
        libjpeg-dev
        libcli11-dev libarchive-dev
-       libssl-dev libcurl4-openssl-dev)
+       libssl-dev libcurl4-openssl-dev
+       libfuse3-dev fuse3)
 PYTHON=(python3 python3-dev pybind11-dev python3-venv python3-pip
         python3-numpy python3-pil python3-torch python3-torchvision)
 BENCH=(libbenchmark-dev python3-opencv python3-lmdb python3-h5py
@@ -33,7 +35,7 @@ TEST=(libgtest-dev libgmock-dev python3-pytest python3-pytest-xdist openssl)
 FUZZ=(clang libclang-rt-dev)
 
 usage() {
-  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 tiers=("$@")

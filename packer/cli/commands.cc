@@ -36,6 +36,8 @@ Commands:
                            copy a pack's records into a node-local cache
   cache stat <dir>         a cache directory's size, entries, hits, misses
   cache clear <dir>        empty a cache directory (tables in use are kept)
+  mount <pack> <dir>       the pack as a read-only directory tree (FUSE)
+  umount <dir>             unmount it (also a stale mount)
   help [<command>]         show help for a command
 
 A <pack> is the directory holding index.ufs and data.ufs, or the index.ufs
@@ -62,6 +64,8 @@ const char* HelpFor(const std::string& command) {
   if (command == "cache") return kCacheHelp;
   if (command == "cache stat") return kCacheStatHelp;
   if (command == "cache clear") return kCacheClearHelp;
+  if (command == "mount") return kMountHelp;
+  if (command == "umount") return kUmountHelp;
   return nullptr;
 }
 

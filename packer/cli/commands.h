@@ -3,7 +3,7 @@
 // The subcommands of the `ufspack` tool, one file each (cmd_build.cc,
 // cmd_info.cc, cmd_ls.cc, cmd_cat.cc, cmd_extract.cc, cmd_verify.cc,
 // cmd_merge.cc,
-// cmd_warmup.cc, cmd_cache.cc), and
+// cmd_warmup.cc, cmd_cache.cc, cmd_mount.cc), and
 // what they share: the command line parser (CLI11), usage errors, opening a
 // pack.  Each command takes its arguments (after the subcommand name) and
 // returns the process exit code (see util.h).
@@ -37,6 +37,9 @@ int CmdAppend(const Argv& args);
 int CmdWarmup(const Argv& args);
 // `ufspack cache stat|clear ...`.
 int CmdCache(const Argv& args);
+// `ufspack mount` and `ufspack umount` (an error without UFSPACK_HAVE_MOUNT).
+int CmdMount(const Argv& args);
+int CmdUmount(const Argv& args);
 
 // Help texts, each defined beside its command.
 extern const char kBuildHelp[];
@@ -51,6 +54,8 @@ extern const char kWarmupHelp[];
 extern const char kCacheHelp[];
 extern const char kCacheStatHelp[];
 extern const char kCacheClearHelp[];
+extern const char kMountHelp[];
+extern const char kUmountHelp[];
 
 // Help text of a subcommand ("cache stat" for the cache's), or nullptr if
 // there is no such subcommand.

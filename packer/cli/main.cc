@@ -59,6 +59,8 @@ int main(int argc, char** argv) {
   if (cmd == "append") return CmdAppend(args);
   if (cmd == "warmup") return CmdWarmup(args);
   if (cmd == "cache") return CmdCache(args);
+  if (cmd == "mount") return CmdMount(args);
+  if (cmd == "umount") return CmdUmount(args);
   std::fprintf(stderr, "ufspack: unknown command '%s' (see 'ufspack --help')\n",
                cmd.c_str());
   return kExitUsage;

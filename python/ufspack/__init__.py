@@ -18,6 +18,7 @@ from ufspack.block_sampler import BlockSampler
 from ufspack.builder import AppendSummary, BuildSummary, MergeSummary, append, build, merge
 from ufspack.cache import Cache, CacheTierStats
 from ufspack.dataset import IMG_EXTENSIONS, BadSampleWarning, ImageFolder, MyImageFolder, skip_none_collate
+from ufspack.mount import MountError, mounted
 from ufspack.pack import Pack, PackInfo, RecordInfo
 from ufspack.samples import SampleDataset
 from ufspack.writer import Writer, WriterSummary, WriteSummary, write
@@ -33,6 +34,7 @@ __all__ = [
     "CorruptPackError",
     "IMG_EXTENSIONS",
     "ImageFolder",
+    "MountError",
     "MyImageFolder",
     "Pack",
     "PackInfo",
@@ -45,6 +47,7 @@ __all__ = [
     "append",
     "build",
     "merge",
+    "mounted",
     "skip_none_collate",
     "write",
 ]

@@ -1,0 +1,116 @@
+// Copyright 2026 The ufspack Authors.
+//
+// A pack as a read-only directory tree, through FUSE (libfuse 3), for every
+// program that wants files.  See docs/mount.md.
+//
+//   std::unique_ptr<ufspack::Reader> reader;   // local, s3://, https://,
+//   UFSPACK_RETURN_IF_ERROR(                    // merged, with a cache...
+//       ufspack::Reader::Open(pack, options, &reader));
+//   std::unique_ptr<ufspack::PackMount> m;
+//   UFSPACK_RETURN_IF_ERROR(
+//       ufspack::PackMount::Mount(std::move(reader), "/mnt/train", {}, &m));
+//   return m->Run();                            // until unmounted or SIGINT
+//
+// Records are files at their names ("cats/cat.1.jpg"), the directories of
+// those names are directories.  The tree is built once, at Mount(), from
+// the names in the mapped index: listings and stat never read data.ufs.
+// A read() reads the whole record with one Reader::Read (one pread, one
+// ranged GET, or none when the cache holds it; checksummed, zstd
+// decompressed); a file read in the kernel's 128 KiB pieces keeps it (with
+// its open file, or in a few shared slots when the kernel opens files
+// without asking: MountOptions::zero_message_opens) for the next pieces, so
+// each file costs one request.  The kernel keeps the pages (the pack is
+// immutable), so a file read again costs none.  A record that fails (checksum
+// mismatch, unreachable storage) gives EIO to the program and a log line naming
+// the record, its offset and the error; wrong bytes are never returned.  Writes
+// of any kind fail with EROFS.
+//
+// Thread safety: Mount() and Run() are called from one thread; Run() serves
+// requests on libfuse's worker threads, which share the Reader (whose const
+// methods are thread-safe).  Lifetime: the PackMount owns the Reader; its
+// destructor unmounts if Run() did not.
+#ifndef UFSPACK_MOUNT_H_
+#define UFSPACK_MOUNT_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ufspack/export.h"
+#include "ufspack/reader.h"
+#include "ufspack/status.h"
+
+namespace ufspack {
+
+struct MountOptions {
+  // Mount options for FUSE as -o takes them ("allow_other",
+  // "allow_root"); "ro", "default_permissions", "subtype=ufspack" and
+  // "fsname=<pack>" are always given.
+  std::vector<std::string> fuse_options;
+  // The file system's name in the mount table (mount(8), df): the pack,
+  // usually; "ufspack" when empty.
+  std::string fsname;
+  // Where the log lines go (one line each, no newline): a record that
+  // could not be read.  Default: standard error.
+  std::function<void(const std::string&)> log;
+  // The modification time of every file and directory, seconds since the
+  // epoch; < 0: the index file's (the manifest's for a merged pack), or 0
+  // where it has none (a remote pack).
+  int64_t mtime = -1;
+  // Let the kernel open files without asking us, where it can (Linux
+  // 4.19+): warm reads then cost no request to the mount at all, and a
+  // file read in pieces is kept in a few shared slots instead of with its
+  // open file.  false: every open gets its own buffer (a request each).
+  bool zero_message_opens = true;
+  // Idle worker threads libfuse keeps; it starts more as requests wait,
+  // up to its own limit (10 in libfuse 3.14).
+  int max_idle_threads = 16;
+};
+
+class UFSPACK_EXPORT PackMount {
+ public:
+  // Builds the tree of `reader`'s record names and mounts it at
+  // `mountpoint`.  InvalidArgument when the mountpoint is not an empty
+  // directory (CheckMountpoint) or a record's name cannot be a path (it
+  // names the record and why); IOError when FUSE refuses the mount.
+  static Status Mount(std::unique_ptr<Reader> reader,
+                      const std::string& mountpoint,
+                      const MountOptions& options,
+                      std::unique_ptr<PackMount>* mount);
+
+  // Serves requests until the file system is unmounted (`ufspack umount`,
+  // `fusermount3 -u`) or SIGINT, SIGTERM or SIGHUP arrives (handlers are
+  // installed for the duration), then unmounts.  Call once.
+  Status Run();
+
+  ~PackMount();
+  PackMount(const PackMount&) = delete;
+  PackMount& operator=(const PackMount&) = delete;
+
+  const std::string& mountpoint() const;
+  uint64_t file_count() const;
+  uint64_t dir_count() const;  // the root included
+
+ private:
+  class Impl;
+  explicit PackMount(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// OK if `path` can take a mount: an existing, empty directory.
+// InvalidArgument otherwise, saying which; for a stale FUSE mount (its
+// server died: stat gives ENOTCONN) the message says how to clear it:
+// "run 'fusermount3 -u PATH' (or 'ufspack umount PATH')".
+UFSPACK_EXPORT Status CheckMountpoint(const std::string& path);
+
+// Unmounts the ufspack mount at `path` (a live or stale one).
+// InvalidArgument when `path` is not a mount point or is another file
+// system's; IOError when the kernel refuses (busy: a process has a file
+// or its working directory there).
+UFSPACK_EXPORT Status Unmount(const std::string& path);
+
+}  // namespace ufspack
+
+#endif  // UFSPACK_MOUNT_H_
