@@ -6,6 +6,7 @@
 #   bench/install-peers.sh [VENV]          (default /tmp/ufspack-peers-venv)
 #   PEERS="webdataset litdata" bench/install-peers.sh   (a subset)
 #   PEERS=wids bench/install-peers.sh      (bench/samples_bench.py's peer; not in the default set)
+#   PEERS=ratarmount bench/install-peers.sh  (bench/mount_bench.py's peer; not in the default set)
 #
 # Then run the harness with VENV/bin/python.  Idempotent: pinned versions that
 # are already there are left alone.  Every package goes in with --no-deps and
@@ -52,6 +53,10 @@ CHECK[mxnet_recordio]="import numpy as np; np.bool = bool; import mxnet; from mx
 # Debian's torch 1.13 (checked by bench/remote_bench.py --smoke).
 REQS[s3torch]="s3torchconnector==1.5.0 s3torchconnectorclient==1.5.0"
 CHECK[s3torch]="from s3torchconnector import S3MapDataset, S3ClientConfig"
+# ratarmount: only for bench/mount_bench.py (not in the default PEERS), PEERS=ratarmount.  A tar needs
+# only ratarmountcore and mfusepy of its dependencies (the others serve zip, 7z, rar, gzip, xz, zstd).
+REQS[ratarmount]="ratarmount==1.3.0 ratarmountcore==0.11.1 mfusepy==3.1.1"
+CHECK[ratarmount]="import ratarmount, ratarmountcore, mfusepy"
 # tfrecord: pure-Python TFRecord reader/writer (no TensorFlow).
 REQS[tfrecord]="tfrecord==1.14.6 protobuf==7.36.2 crc32c==2.9.post0"
 CHECK[tfrecord]="from tfrecord.writer import TFRecordWriter; from tfrecord.reader import tfrecord_loader"

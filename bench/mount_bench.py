@@ -1,0 +1,279 @@
+#!/usr/bin/python3
+"""`ufspack mount` side by side (docs/benchmarks.md, "The mount"):
+
+    sudo PYTHONPATH=build/python build/peers-venv/bin/python bench/mount_bench.py \\
+        [--repeat 3] [--threads 8] [--workers 4] [--delay-ms 0.5] [--million] \\
+        [--work /tmp/mount-bench] [--out DIR] [--smoke]
+
+The tree is the photos of ../shared/data (3,000 JPEGs, extracted), packed
+with ``ufspack build`` and archived with ``tar -cf`` for ratarmount
+(``PEERS=ratarmount bench/install-peers.sh``; skipped and said so when it
+is not installed).  Three measurements:
+
+  reads    random whole-file reads (open, read, close) of every file, in one
+           shuffled order, on --threads threads, warm (every file read once
+           just before): the loose files on local disk, the same files
+           through ``ufspack mount`` of the local pack, and through
+           ratarmount of the tar
+  slowfs   (as root) torchvision ImageFolder, raw bytes (the loader reads
+           the file), DataLoader with --workers workers, one epoch, on the
+           slow network file system of ../shared/bench/slowfs.sh (--delay-ms
+           one way), cold (a fresh SSHFS mount and mount of the pack, page
+           cache dropped): the loose files against the mount of the pack
+           that sits on the same slow FS
+  find     (--million) ``find MOUNTPOINT | wc -l`` over a pack of 1,000,000
+           records (1,000 directories; written with ufspack.Writer)
+
+Reported: files/s (medians of --repeat) and the ratios the issue names.
+--smoke: 60 generated files, one repeat, the reads on loose files and the
+mount only (for the test suite).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import time
+from typing import Any, Callable, Dict, List
+
+import benchlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SLOWFS = os.environ.get("SLOWFS", os.path.join(ROOT, "..", "shared", "bench", "slowfs.sh"))
+
+
+def ufspack_cli() -> str:
+    return os.environ.get("UFSPACK_CLI") or shutil.which("ufspack") or os.path.join(ROOT, "build", "ufspack")
+
+
+def make_tree(tree: str, smoke: bool) -> None:
+    """The photos of ../shared extracted into `tree` (two classes, train and
+    validation, as the tar holds them); 60 generated JPEGs for --smoke or
+    without ../shared."""
+    if not smoke and os.path.exists(benchlib.PHOTOS):
+        os.makedirs(tree)
+        with tarfile.open(benchlib.PHOTOS) as t:
+            t.extractall(tree, filter="data")
+        inner = os.path.join(tree, "cats_and_dogs_filtered")
+        for name in os.listdir(inner):
+            os.rename(os.path.join(inner, name), os.path.join(tree, name))
+        os.rmdir(inner)
+        return
+    for i, data in enumerate(benchlib.photos_or_generated(60, generated=60, size=(96, 64))):
+        path = os.path.join(tree, f"class{i % 3}", f"{i:04d}.jpg")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
+
+
+def files_under(root: str) -> List[str]:
+    out = []
+    for d, _, names in os.walk(root):
+        out += [os.path.join(d, n) for n in names]
+    return sorted(out)
+
+
+def read_file(path: str) -> int:
+    with open(path, "rb") as f:
+        return len(f.read())
+
+
+def random_reads(root: str, threads: int, seed: int = 1) -> float:
+    """Files/s of reading every file under `root` once, shuffled, on
+    `threads` threads, after one warming pass."""
+    paths = files_under(root)
+    random.Random(seed).shuffle(paths)
+    with concurrent.futures.ThreadPoolExecutor(threads) as ex:
+        sum(ex.map(read_file, paths))  # warm
+        t0 = time.perf_counter()
+        sum(ex.map(read_file, paths))
+        return len(paths) / (time.perf_counter() - t0)
+
+
+class Ratarmount:
+    """ratarmount of `tar` at `mnt` (foreground process; unmounted on exit)."""
+
+    def __init__(self, tar: str, mnt: str) -> None:
+        exe = shutil.which("ratarmount") or os.path.join(os.path.dirname(sys.executable), "ratarmount")
+        os.makedirs(mnt, exist_ok=True)
+        self.mnt = mnt
+        self.proc = subprocess.Popen([exe, "-f", tar, mnt], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 300  # indexing the tar happens first
+        while not os.path.ismount(mnt):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"ratarmount exited: {self.proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+            if time.monotonic() > deadline:
+                raise RuntimeError("ratarmount did not mount within 300 s")
+            time.sleep(0.05)
+
+    def __enter__(self) -> str:
+        return self.mnt
+
+    def __exit__(self, *exc: Any) -> None:
+        subprocess.run(["fusermount3", "-u", self.mnt], check=False, stderr=subprocess.DEVNULL)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def have_ratarmount() -> bool:
+    return bool(shutil.which("ratarmount")
+                or os.path.exists(os.path.join(os.path.dirname(sys.executable), "ratarmount")))
+
+
+def median_of(repeat: int, fn: Callable[[], float]) -> Dict[str, Any]:
+    runs = [fn() for _ in range(repeat)]
+    return {"files_s": statistics.median(runs), "runs": runs}
+
+
+def drop_caches() -> None:
+    subprocess.run(["sync"], check=True)
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def imagefolder_epoch(root: str, workers: int) -> float:
+    """Samples/s of one epoch of ImageFolder(root) with a raw-bytes loader."""
+    import torch
+    import torchvision
+
+    ds = torchvision.datasets.ImageFolder(root, loader=_raw)
+    loader = torch.utils.data.DataLoader(ds, batch_size=32, num_workers=workers, collate_fn=_keep)
+    t0 = time.perf_counter()
+    n = sum(len(b) for b in loader)
+    return n / (time.perf_counter() - t0)
+
+
+def _raw(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _keep(batch: List[Any]) -> List[Any]:
+    return batch
+
+
+def slowfs_runs(src: str, work: str, args: Any) -> Dict[str, Any]:
+    import ufspack
+
+    smnt = os.path.join(work, "slow")
+    os.makedirs(smnt, exist_ok=True)
+
+    def loose() -> float:
+        subprocess.run([SLOWFS, "up", src, smnt, str(args.delay_ms)], check=True, stdout=subprocess.DEVNULL)
+        drop_caches()
+        return imagefolder_epoch(os.path.join(smnt, "tree"), args.workers)
+
+    def mounted() -> float:
+        subprocess.run([SLOWFS, "up", src, smnt, str(args.delay_ms)], check=True, stdout=subprocess.DEVNULL)
+        drop_caches()
+        with ufspack.mounted(os.path.join(smnt, "photos.ufspack")) as root:
+            return imagefolder_epoch(root, args.workers)
+
+    try:
+        res = {"loose": median_of(args.repeat, loose), "mount": median_of(args.repeat, mounted)}
+    finally:
+        subprocess.run([SLOWFS, "down"], check=False, stdout=subprocess.DEVNULL)
+    return res
+
+
+def million_find(work: str, repeat: int) -> Dict[str, Any]:
+    import ufspack
+
+    pack = os.path.join(work, "million.ufspack")
+    with ufspack.Writer(pack) as w:
+        for i in range(1_000_000):
+            w.add(f"d{i % 1000:04d}/{i:07d}.jpg", b"x" * 16)
+
+    def run() -> float:
+        with ufspack.mounted(pack) as root:
+            t0 = time.perf_counter()
+            out = subprocess.run(f"find '{root}' | wc -l", shell=True, check=True, capture_output=True, text=True)
+            seconds = time.perf_counter() - t0
+            assert int(out.stdout) == 1_000_000 + 1000 + 1, out.stdout
+            return seconds
+
+    runs = [run() for _ in range(repeat)]
+    return {"seconds": statistics.median(runs), "runs": runs}
+
+
+def main() -> int:
+    p = benchlib.parser(__doc__)
+    p.add_argument("--repeat", type=int, default=3, help="runs of each, the median reported (default 3)")
+    p.add_argument("--threads", type=int, default=8, help="reader threads of the random reads (default 8)")
+    p.add_argument("--workers", type=int, default=4, help="DataLoader workers on the slow FS (default 4)")
+    p.add_argument("--delay-ms", type=float, default=0.5, help="slowfs one-way delay (default 0.5)")
+    p.add_argument("--million", action="store_true", help="also find over a 1,000,000-record pack")
+    p.add_argument("--work", default="/tmp/mount-bench", help="scratch directory (default /tmp/mount-bench)")
+    p.add_argument("--out", help="directory for results.json and table.md")
+    p.add_argument("--smoke", action="store_true", help="60 files, one repeat, loose and mount reads only")
+    args = p.parse_args()
+    if args.smoke:
+        args.repeat = 1
+    import ufspack
+
+    shutil.rmtree(args.work, ignore_errors=True)
+    src = os.path.join(args.work, "src")
+    tree, pack, tar = (os.path.join(src, n) for n in ("tree", "photos.ufspack", "photos.tar"))
+    make_tree(tree, args.smoke)
+    subprocess.run([ufspack_cli(), "build", tree, "-o", pack, "-q"], check=True)
+    files = len(files_under(tree))
+
+    results: Dict[str, Any] = {"files": files, "threads": args.threads, "repeat": args.repeat}
+    reads: Dict[str, Any] = {"loose": median_of(args.repeat, lambda: random_reads(tree, args.threads))}
+    with ufspack.mounted(pack) as root:
+        assert len(files_under(root)) == files
+        reads["mount"] = median_of(args.repeat, lambda: random_reads(root, args.threads))
+    skipped: Dict[str, str] = {}
+    if args.smoke:
+        pass
+    elif have_ratarmount():
+        with tarfile.open(tar, "w") as t:
+            t.add(tree, arcname="tree")
+        with Ratarmount(tar, os.path.join(args.work, "rmnt")) as rmnt:
+            reads["ratarmount"] = median_of(args.repeat, lambda: random_reads(rmnt, args.threads))
+    else:
+        skipped["ratarmount"] = "not installed (PEERS=ratarmount bench/install-peers.sh VENV)"
+    results["reads"] = reads
+    if not args.smoke and os.geteuid() == 0:
+        results["slowfs"] = slowfs_runs(src, args.work, args)
+    elif not args.smoke:
+        skipped["slowfs"] = "needs root"
+    if args.million:
+        results["find_1m"] = million_find(args.work, args.repeat)
+    results["skipped"] = skipped
+
+    loose = reads["loose"]["files_s"]
+    lines = [f"{files:,} files, random whole-file reads on {args.threads} threads, warm, "
+             f"medians of {args.repeat}", "",
+             "| files read from | files/s | / loose files on local disk | mount / it |", "|---|---|---|---|"]
+    for name, r in reads.items():
+        lines.append(f"| {name} | {r['files_s']:,.0f} | {r['files_s'] / loose:.2f}x | "
+                     f"{reads['mount']['files_s'] / r['files_s']:.2f}x |")
+    if "slowfs" in results:
+        s = results["slowfs"]
+        lines += ["", f"ImageFolder, raw bytes, {args.workers} DataLoader workers, one cold epoch, slow FS at "
+                  f"{args.delay_ms} ms one way: loose files {s['loose']['files_s']:,.0f}/s, the mount of the pack "
+                  f"{s['mount']['files_s']:,.0f}/s ({s['mount']['files_s'] / s['loose']['files_s']:.2f}x)"]
+    if "find_1m" in results:
+        lines += ["", f"find | wc -l over 1,000,000 records: {results['find_1m']['seconds']:.2f} s "
+                  f"(runs {', '.join(f'{x:.2f}' for x in results['find_1m']['runs'])})"]
+    for name, why in skipped.items():
+        lines.append(f"skipped {name}: {why}")
+    table = "\n".join(lines)
+    print(table)
+    benchlib.write_results_dir(args.out, results, table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
