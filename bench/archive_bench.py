@@ -110,13 +110,11 @@ def same_records(a: str, b: str) -> bool:
 
 
 def main() -> int:
-    p = benchlib.parser(__doc__)
+    p = benchlib.parser(__doc__, work="/tmp/archive-bench")
     p.add_argument("--classes", type=int, default=1000, help="class tars in the outer tar (default 1000)")
     p.add_argument("--per-class", type=int, default=100, help="JPEGs per class (default 100)")
     p.add_argument("--delay-ms", type=float, default=0.5, help="slowfs one-way delay (default 0.5)")
-    p.add_argument("--work", default="/tmp/archive-bench", help="scratch directory (default /tmp/archive-bench)")
     p.add_argument("--local", action="store_true", help="no slowfs: a smoke run on local disk")
-    p.add_argument("--out", help="directory for results.json and table.md")
     p.add_argument("--reuse", action="store_true",
                    help="keep --work/src/train.tar from an earlier run with the same --classes/--per-class")
     p.add_argument("--outer-only", action="store_true",

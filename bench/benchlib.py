@@ -13,9 +13,15 @@ PHOTOS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "s
                       "cats_and_dogs_filtered.tar")
 
 
-def parser(doc: Optional[str]) -> argparse.ArgumentParser:
-    """An ArgumentParser whose --help prints the script's docstring as written."""
-    return argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parser(doc: Optional[str], work: Optional[str] = None) -> argparse.ArgumentParser:
+    """An ArgumentParser whose --help prints the script's docstring as written;
+    with `work`, also --work (a scratch directory, default `work`) and --out
+    (a directory for results.json and table.md, write_results_dir's)."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    if work is not None:
+        p.add_argument("--work", default=work, help=f"scratch directory (default {work})")
+        p.add_argument("--out", help="directory for results.json and table.md")
+    return p
 
 
 def write_json(path: Optional[str], results: Any) -> None:
@@ -35,6 +41,14 @@ def write_results_dir(out: Optional[str], results: Any, table: str) -> None:
         json.dump(results, f, indent=1)
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(table + "\n")
+
+
+def report(out: Optional[str], results: Any, table: str) -> int:
+    """Prints `table`, writes `results` and `table` into `out`
+    (write_results_dir) and returns 0, a script's exit status."""
+    print(table)
+    write_results_dir(out, results, table)
+    return 0
 
 
 def shared_photos(limit: int) -> List[bytes]:

@@ -207,14 +207,12 @@ def million_find(work: str, repeat: int) -> Dict[str, Any]:
 
 
 def main() -> int:
-    p = benchlib.parser(__doc__)
+    p = benchlib.parser(__doc__, work="/tmp/mount-bench")
     p.add_argument("--repeat", type=int, default=3, help="runs of each, the median reported (default 3)")
     p.add_argument("--threads", type=int, default=8, help="reader threads of the random reads (default 8)")
     p.add_argument("--workers", type=int, default=4, help="DataLoader workers on the slow FS (default 4)")
     p.add_argument("--delay-ms", type=float, default=0.5, help="slowfs one-way delay (default 0.5)")
     p.add_argument("--million", action="store_true", help="also find over a 1,000,000-record pack")
-    p.add_argument("--work", default="/tmp/mount-bench", help="scratch directory (default /tmp/mount-bench)")
-    p.add_argument("--out", help="directory for results.json and table.md")
     p.add_argument("--smoke", action="store_true", help="60 files, one repeat, loose and mount reads only")
     args = p.parse_args()
     if args.smoke:
@@ -269,10 +267,7 @@ def main() -> int:
                   f"(runs {', '.join(f'{x:.2f}' for x in results['find_1m']['runs'])})"]
     for name, why in skipped.items():
         lines.append(f"skipped {name}: {why}")
-    table = "\n".join(lines)
-    print(table)
-    benchlib.write_results_dir(args.out, results, table)
-    return 0
+    return benchlib.report(args.out, results, "\n".join(lines))
 
 
 if __name__ == "__main__":

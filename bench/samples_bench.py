@@ -164,13 +164,11 @@ def preads_per_sample(pack: str, n: int) -> Optional[float]:
 
 
 def main() -> int:
-    p = benchlib.parser(__doc__)
+    p = benchlib.parser(__doc__, work="/tmp/samples-bench")
     p.add_argument("--samples", type=int, default=20000, help="samples in the shards (default 20000)")
     p.add_argument("--shards", type=int, default=10, help="tar shards (default 10)")
     p.add_argument("--reads", type=int, default=5000, help="random samples read per run (default 5000)")
     p.add_argument("--repeats", type=int, default=3, help="runs per setting; the median is reported (default 3)")
-    p.add_argument("--work", default="/tmp/samples-bench", help="scratch directory (default /tmp/samples-bench)")
-    p.add_argument("--out", help="directory for results.json and table.md")
     p.add_argument("--smoke", action="store_true", help="200 samples, 2 shards, one repeat")
     args = p.parse_args()
     if args.smoke:

@@ -163,10 +163,7 @@ def main() -> int:
             results.append({"pack": path, "layout": layout_s, "order": name, "buffer": ram, **m})
             lines.append(f"| {name} | {ram} | {m['classes_per_batch']:.1f} | "
                          f"{m['classes_per_batch'] / ref:.2f}x | {m['same_next']:.2f} | {m['lag1_r']:.3f} |")
-    text = "\n".join(lines)
-    print(text)
-    benchlib.write_results_dir(args.out, results, text)
-    return 0
+    return benchlib.report(args.out, results, "\n".join(lines))
 
 
 if __name__ == "__main__":
