@@ -184,6 +184,33 @@ def test_myimagefolder_over_s3_matches_imagefolder(s3_pack, small_tree):
     assert torch.equal(x, ref[5][0]) and y == ref.targets[5]
 
 
+def test_mount_of_an_s3_pack(s3_pack, s3_server, small_tree, monkeypatch):
+    """`ufspack mount` of an s3:// pack (issue 32): the tree and every
+    file's bytes as the source tree's; each file one ranged GET (the
+    proxy's log)."""
+    if not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None:
+        pytest.skip("no /dev/fuse or no fusermount3 (Debian: fuse3)")
+    cli = os.environ.get("UFSPACK_CLI") or shutil.which("ufspack") or "ufspack"
+    if subprocess.run([cli, "mount", "--help"], capture_output=True).returncode != 0:
+        pytest.skip("ufspack built without mount")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server.proxy)
+    monkeypatch.setenv("UFSPACK_REMOTE_COALESCE_GAP", "0")
+    names = sorted(os.path.relpath(os.path.join(d, f), small_tree)
+                   for d, _, fs in os.walk(small_tree) for f in fs)
+    p = ufspack.Pack(s3_pack)
+    # Records within data.ufs's first 4 KiB come with the open.
+    far = sum(p.record(i)["offset"] + p.record(i)["stored_size"] > 4096 for i in range(len(p)))
+    assert far >= len(p) // 2
+    with ufspack.mounted(s3_pack) as root:
+        assert sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs) == names
+        s3_server.reset()
+        for name in names:
+            with open(os.path.join(root, name), "rb") as f, open(os.path.join(small_tree, name), "rb") as g:
+                assert f.read() == g.read(), name
+        gets = [e for e in s3_server.log() if e["range"] is not None]
+        assert len(gets) == far, (len(gets), far, len(names))
+
+
 def test_s3_requests_counted_by_the_proxy(s3_pack, s3_server, small_tree, monkeypatch):
     """Through the proxy: one request per record read alone, and a batch
     of neighbours in one request; bytes on the wire = the records' bytes."""
