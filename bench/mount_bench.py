@@ -10,11 +10,12 @@ with ``ufspack build`` and archived with ``tar -cf`` for ratarmount
 (``PEERS=ratarmount bench/install-peers.sh``; skipped and said so when it
 is not installed).  Three measurements:
 
-  reads    random whole-file reads (open, read, close) of every file, in one
-           shuffled order, on --threads threads, warm (every file read once
-           just before): the loose files on local disk, the same files
-           through ``ufspack mount`` of the local pack, and through
-           ratarmount of the tar
+  reads    random whole-file reads of every file, in one shuffled order, on
+           --threads threads, warm (every file read once just before), as
+           Python reads a file (open(p, "rb").read(): isatty, fstat, lseek,
+           read) and as C programs do (open, read, close): the loose files
+           on local disk, the same files through ``ufspack mount`` of the
+           local pack, and through ratarmount of the tar
   slowfs   (as root) torchvision ImageFolder, raw bytes (the loader reads
            the file), DataLoader with --workers workers, one epoch, on the
            slow network file system of ../shared/bench/slowfs.sh (--delay-ms
@@ -59,8 +60,7 @@ def make_tree(tree: str, smoke: bool) -> None:
     without ../shared."""
     if not smoke and os.path.exists(benchlib.PHOTOS):
         os.makedirs(tree)
-        with tarfile.open(benchlib.PHOTOS) as t:
-            t.extractall(tree, filter="data")
+        subprocess.run(["tar", "-xf", benchlib.PHOTOS, "-C", tree], check=True)
         inner = os.path.join(tree, "cats_and_dogs_filtered")
         for name in os.listdir(inner):
             os.rename(os.path.join(inner, name), os.path.join(tree, name))
@@ -80,21 +80,47 @@ def files_under(root: str) -> List[str]:
     return sorted(out)
 
 
-def read_file(path: str) -> int:
+def read_python(path: str) -> int:
+    """As Python programs read a file (PIL, torchvision's loader): open()
+    asks isatty() (an ioctl), then fstat, lseek, read."""
     with open(path, "rb") as f:
         return len(f.read())
 
 
-def random_reads(root: str, threads: int, seed: int = 1) -> float:
+def read_posix(path: str) -> int:
+    """As C programs read a file (cat, OpenCV's imread): open, read to the
+    end, close."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        n = 0
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                return n
+            n += len(b)
+    finally:
+        os.close(fd)
+
+
+READERS = {"python": read_python, "posix": read_posix}
+
+
+def random_reads(root: str, threads: int, how: str, seed: int = 1) -> float:
     """Files/s of reading every file under `root` once, shuffled, on
-    `threads` threads, after one warming pass."""
+    `threads` threads with READERS[how], after one warming pass."""
     paths = files_under(root)
     random.Random(seed).shuffle(paths)
+    read = READERS[how]
     with concurrent.futures.ThreadPoolExecutor(threads) as ex:
-        sum(ex.map(read_file, paths))  # warm
+        sum(ex.map(read, paths))  # warm
         t0 = time.perf_counter()
-        sum(ex.map(read_file, paths))
+        sum(ex.map(read, paths))
         return len(paths) / (time.perf_counter() - t0)
+
+
+def reads_of(root: str, threads: int, repeat: int) -> Dict[str, Any]:
+    """random_reads of `root`, medians of `repeat`, each way of reading."""
+    return {how: median_of(repeat, lambda how=how: random_reads(root, threads, how)) for how in READERS}
 
 
 class Ratarmount:
@@ -135,22 +161,35 @@ def median_of(repeat: int, fn: Callable[[], float]) -> Dict[str, Any]:
     return {"files_s": statistics.median(runs), "runs": runs}
 
 
+def medians_of(repeat: int, fn: Callable[[], Dict[str, float]]) -> Dict[str, Any]:
+    """median_of for a function returning several rates by name."""
+    runs = [fn() for _ in range(repeat)]
+    return {k: {"files_s": statistics.median(r[k] for r in runs), "runs": [r[k] for r in runs]} for k in runs[0]}
+
+
 def drop_caches() -> None:
     subprocess.run(["sync"], check=True)
     with open("/proc/sys/vm/drop_caches", "w") as f:
         f.write("3\n")
 
 
-def imagefolder_epoch(root: str, workers: int) -> float:
-    """Samples/s of one epoch of ImageFolder(root) with a raw-bytes loader."""
+def imagefolder_epoch(root: str, workers: int) -> Dict[str, float]:
+    """One epoch of ImageFolder(root) with a raw-bytes loader: samples/s
+    of the whole epoch (the workers' start included) and after its first
+    batch (the steady rate)."""
     import torch
     import torchvision
 
     ds = torchvision.datasets.ImageFolder(root, loader=_raw)
     loader = torch.utils.data.DataLoader(ds, batch_size=32, num_workers=workers, collate_fn=_keep)
     t0 = time.perf_counter()
-    n = sum(len(b) for b in loader)
-    return n / (time.perf_counter() - t0)
+    first, n, t1 = 0, 0, t0
+    for b in loader:
+        if n == 0:
+            first, t1 = len(b), time.perf_counter()
+        n += len(b)
+    t2 = time.perf_counter()
+    return {"epoch": n / (t2 - t0), "after_first_batch": (n - first) / (t2 - t1)}
 
 
 def _raw(path: str) -> bytes:
@@ -168,19 +207,31 @@ def slowfs_runs(src: str, work: str, args: Any) -> Dict[str, Any]:
     smnt = os.path.join(work, "slow")
     os.makedirs(smnt, exist_ok=True)
 
-    def loose() -> float:
+    files = len(files_under(os.path.join(src, "tree")))
+
+    def up() -> None:
         subprocess.run([SLOWFS, "up", src, smnt, str(args.delay_ms)], check=True, stdout=subprocess.DEVNULL)
         drop_caches()
+
+    def loose() -> Dict[str, float]:
+        up()
         return imagefolder_epoch(os.path.join(smnt, "tree"), args.workers)
 
-    def mounted() -> float:
-        subprocess.run([SLOWFS, "up", src, smnt, str(args.delay_ms)], check=True, stdout=subprocess.DEVNULL)
-        drop_caches()
+    def mounted() -> Dict[str, float]:
+        up()
         with ufspack.mounted(os.path.join(smnt, "photos.ufspack")) as root:
             return imagefolder_epoch(root, args.workers)
 
+    def cat() -> float:  # the link's sequential rate, in files of the pack per second
+        up()
+        t0 = time.perf_counter()
+        subprocess.run(["cat", os.path.join(smnt, "photos.ufspack", "data.ufs")], check=True,
+                       stdout=subprocess.DEVNULL)
+        return files / (time.perf_counter() - t0)
+
     try:
-        res = {"loose": median_of(args.repeat, loose), "mount": median_of(args.repeat, mounted)}
+        res = {"loose": medians_of(args.repeat, loose), "mount": medians_of(args.repeat, mounted),
+               "cat_data": median_of(args.repeat, cat)}
     finally:
         subprocess.run([SLOWFS, "down"], check=False, stdout=subprocess.DEVNULL)
     return res
@@ -227,10 +278,10 @@ def main() -> int:
     files = len(files_under(tree))
 
     results: Dict[str, Any] = {"files": files, "threads": args.threads, "repeat": args.repeat}
-    reads: Dict[str, Any] = {"loose": median_of(args.repeat, lambda: random_reads(tree, args.threads))}
+    reads: Dict[str, Any] = {"loose": reads_of(tree, args.threads, args.repeat)}
     with ufspack.mounted(pack) as root:
         assert len(files_under(root)) == files
-        reads["mount"] = median_of(args.repeat, lambda: random_reads(root, args.threads))
+        reads["mount"] = reads_of(root, args.threads, args.repeat)
     skipped: Dict[str, str] = {}
     if args.smoke:
         pass
@@ -238,7 +289,7 @@ def main() -> int:
         with tarfile.open(tar, "w") as t:
             t.add(tree, arcname="tree")
         with Ratarmount(tar, os.path.join(args.work, "rmnt")) as rmnt:
-            reads["ratarmount"] = median_of(args.repeat, lambda: random_reads(rmnt, args.threads))
+            reads["ratarmount"] = reads_of(rmnt, args.threads, args.repeat)
     else:
         skipped["ratarmount"] = "not installed (PEERS=ratarmount bench/install-peers.sh VENV)"
     results["reads"] = reads
@@ -250,18 +301,24 @@ def main() -> int:
         results["find_1m"] = million_find(args.work, args.repeat)
     results["skipped"] = skipped
 
-    loose = reads["loose"]["files_s"]
     lines = [f"{files:,} files, random whole-file reads on {args.threads} threads, warm, "
-             f"medians of {args.repeat}", "",
-             "| files read from | files/s | / loose files on local disk | mount / it |", "|---|---|---|---|"]
+             f"medians of {args.repeat}; python: open(p, 'rb').read(), posix: os.open/os.read/os.close", "",
+             "| files read from | reader | files/s | / loose files on local disk | mount / it |",
+             "|---|---|---|---|---|"]
     for name, r in reads.items():
-        lines.append(f"| {name} | {r['files_s']:,.0f} | {r['files_s'] / loose:.2f}x | "
-                     f"{reads['mount']['files_s'] / r['files_s']:.2f}x |")
+        for how, m in r.items():
+            lines.append(f"| {name} | {how} | {m['files_s']:,.0f} | "
+                         f"{m['files_s'] / reads['loose'][how]['files_s']:.2f}x | "
+                         f"{reads['mount'][how]['files_s'] / m['files_s']:.2f}x |")
     if "slowfs" in results:
         s = results["slowfs"]
         lines += ["", f"ImageFolder, raw bytes, {args.workers} DataLoader workers, one cold epoch, slow FS at "
-                  f"{args.delay_ms} ms one way: loose files {s['loose']['files_s']:,.0f}/s, the mount of the pack "
-                  f"{s['mount']['files_s']:,.0f}/s ({s['mount']['files_s'] / s['loose']['files_s']:.2f}x)"]
+                  f"{args.delay_ms} ms one way, samples/s:", "",
+                  "| | loose files | the mount of the pack | mount / loose |", "|---|---|---|---|"]
+        for k in ("epoch", "after_first_batch"):
+            lo, mo = s["loose"][k]["files_s"], s["mount"][k]["files_s"]
+            lines.append(f"| {k.replace('_', ' ')} | {lo:,.0f} | {mo:,.0f} | {mo / lo:.2f}x |")
+        lines += ["", f"cat data.ufs over the same link: {s['cat_data']['files_s']:,.0f} files' worth per second"]
     if "find_1m" in results:
         lines += ["", f"find | wc -l over 1,000,000 records: {results['find_1m']['seconds']:.2f} s "
                   f"(runs {', '.join(f'{x:.2f}' for x in results['find_1m']['runs'])})"]
