@@ -6,6 +6,7 @@ Each script runs as ``python3 bench/NAME.py``, so this folder is on sys.path.
 import argparse
 import json
 import os
+import subprocess
 import tarfile
 from typing import Any, List, Optional, Tuple
 
@@ -41,6 +42,18 @@ def write_results_dir(out: Optional[str], results: Any, table: str) -> None:
         json.dump(results, f, indent=1)
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(table + "\n")
+
+
+def drop_caches() -> bool:
+    """Writes dirty pages back (sync) and, as root, drops the page cache;
+    False when it could not drop it (not root)."""
+    subprocess.run(["sync"], check=True)
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        return True
+    except OSError:
+        return False
 
 
 def report(out: Optional[str], results: Any, table: str) -> int:

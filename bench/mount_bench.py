@@ -167,12 +167,6 @@ def medians_of(repeat: int, fn: Callable[[], Dict[str, float]]) -> Dict[str, Any
     return {k: {"files_s": statistics.median(r[k] for r in runs), "runs": [r[k] for r in runs]} for k in runs[0]}
 
 
-def drop_caches() -> None:
-    subprocess.run(["sync"], check=True)
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3\n")
-
-
 def imagefolder_epoch(root: str, workers: int) -> Dict[str, float]:
     """One epoch of ImageFolder(root) with a raw-bytes loader: samples/s
     of the whole epoch (the workers' start included) and after its first
@@ -211,7 +205,7 @@ def slowfs_runs(src: str, work: str, args: Any) -> Dict[str, Any]:
 
     def up() -> None:
         subprocess.run([SLOWFS, "up", src, smnt, str(args.delay_ms)], check=True, stdout=subprocess.DEVNULL)
-        drop_caches()
+        benchlib.drop_caches()
 
     def loose() -> Dict[str, float]:
         up()

@@ -109,16 +109,6 @@ def make_reader(lib: str, mode: str, pack: str, shardlist: List[Dict[str, Any]])
     return get_raw
 
 
-def drop_caches() -> bool:
-    subprocess.run(["sync"], check=True)
-    try:
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-        return True
-    except OSError:
-        return False
-
-
 def warm(paths: List[str]) -> None:
     """Reads every file under `paths` once (the pack is a directory)."""
     for top in paths:
@@ -135,7 +125,7 @@ def run_once(lib: str, mode: str, cache: str, pack: str, shardlist: List[Dict[st
     """Samples/s of one pass over `order`; opening (and wids' shard
     indexing) is inside the timed span, as a first epoch would pay it."""
     if cache == "cold":
-        drop_caches()
+        benchlib.drop_caches()
     else:
         warm(files)
     t0 = time.perf_counter()

@@ -145,12 +145,7 @@ def available(kind: str) -> Optional[str]:
 def measure(kind: str, work: str, n: int, workers: int) -> float:
     out = os.path.join(work, f"{kind}-{workers}")
     shutil.rmtree(out, ignore_errors=True)
-    subprocess.run(["sync"], check=True)
-    try:  # as root: every writer starts with the same free memory
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-    except OSError:
-        pass
+    benchlib.drop_caches()  # as root: every writer starts with the same free memory
     r = subprocess.run([sys.executable, os.path.abspath(__file__), "_one", kind, out, str(n),
                         str(workers)], check=True, stdout=subprocess.PIPE, text=True)
     shutil.rmtree(out, ignore_errors=True)

@@ -4,28 +4,12 @@ so the harness cannot rot (ratarmount, the slow FS and the 1M-record find
 run in the full, opt-in benchmark).  No timing is asserted beyond being
 positive.  Skipped, as test_mount.py, where FUSE is unavailable."""
 
-import os
-import shutil
-import subprocess
-
 import pytest
 
 import benchsmoke
+import fusecheck
 
-
-def _fuse_unavailable():
-    if not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None:
-        return "no /dev/fuse or no fusermount3 (Debian: fuse3)"
-    cli = os.environ.get("UFSPACK_CLI") or shutil.which("ufspack") or "ufspack"
-    try:
-        if subprocess.run([cli, "mount", "--help"], capture_output=True, timeout=30).returncode != 0:
-            return "ufspack built without mount"
-    except OSError as e:
-        return f"no ufspack CLI ({e})"
-    return None
-
-
-_REASON = _fuse_unavailable()
+_REASON = fusecheck.unavailable()
 
 
 @pytest.mark.skipif(_REASON is not None, reason=str(_REASON))

@@ -17,26 +17,13 @@ import time
 
 import pytest
 
+import fusecheck
 import ufspack
 
-CLI = os.environ.get("UFSPACK_CLI") or shutil.which("ufspack") or "ufspack"
+CLI = fusecheck.CLI
 
 
-def _fuse_unavailable():
-    if not os.path.exists("/dev/fuse"):
-        return "no /dev/fuse"
-    if shutil.which("fusermount3") is None:
-        return "no fusermount3 (Debian: fuse3)"
-    try:
-        out = subprocess.run([CLI, "mount", "--help"], capture_output=True, timeout=30)
-    except OSError as e:
-        return f"no ufspack CLI ({e})"
-    if out.returncode != 0:
-        return "ufspack built without mount (UFSPACK_BUILD_MOUNT, libfuse3-dev)"
-    return None
-
-
-_REASON = _fuse_unavailable()
+_REASON = fusecheck.unavailable()
 pytestmark = pytest.mark.skipif(_REASON is not None, reason=str(_REASON))
 
 

@@ -15,6 +15,7 @@ import torch
 import torchvision
 from torchvision import transforms
 
+import fusecheck
 import httpserve
 import ufspack
 from ufspack import _core
@@ -188,11 +189,9 @@ def test_mount_of_an_s3_pack(s3_pack, s3_server, small_tree, monkeypatch):
     """`ufspack mount` of an s3:// pack (issue 32): the tree and every
     file's bytes as the source tree's; each file one ranged GET (the
     proxy's log)."""
-    if not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None:
-        pytest.skip("no /dev/fuse or no fusermount3 (Debian: fuse3)")
-    cli = os.environ.get("UFSPACK_CLI") or shutil.which("ufspack") or "ufspack"
-    if subprocess.run([cli, "mount", "--help"], capture_output=True).returncode != 0:
-        pytest.skip("ufspack built without mount")
+    why = fusecheck.unavailable()
+    if why:
+        pytest.skip(why)
     monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server.proxy)
     monkeypatch.setenv("UFSPACK_REMOTE_COALESCE_GAP", "0")
     names = sorted(os.path.relpath(os.path.join(d, f), small_tree)
