@@ -40,6 +40,8 @@
 # tests/sanitizers/validated-versions.txt; any that differ are printed first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source=lib/ctest-failures.sh
+. scripts/lib/ctest-failures.sh
 
 ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-${BUILD_DIR:-build}-asan}
 TSAN_BUILD_DIR=${TSAN_BUILD_DIR:-${BUILD_DIR:-build}-tsan}
@@ -226,6 +228,7 @@ failure_summary() {  # <asan|tsan|pyasan>
       "$dir/sanitizer-logs/pytest.out" 2>/dev/null | tail -n 20 | sed 's/^/  /'
   else
     sed 's/^/  failed test: /' "$dir/Testing/Temporary/LastTestsFailed.log" 2>/dev/null | head -n 20
+    ctest_failures "$dir" | head -n 120 | sed 's/^/  /'
   fi
   find "$dir/sanitizer-logs/$logs" -type f 2>/dev/null | head -n 10 | sed 's/^/  sanitizer report: /'
   grep -l "runtime error:" "$dir/Testing/Temporary/LastTest.log" "$dir/sanitizer-logs/pytest.out" \

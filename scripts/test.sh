@@ -14,7 +14,15 @@ export BUILD_DIR
 bash scripts/install-deps.sh test
 bash scripts/build.sh -DUFSPACK_BUILD_TESTS=ON -DUFSPACK_BUILD_BENCHMARKS=ON
 echo "== C++ tests (ctest)"
-ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)"
+rc=0
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)" || rc=$?
+if [ "$rc" -ne 0 ]; then
+  # shellcheck source-path=SCRIPTDIR source=lib/ctest-failures.sh
+  . scripts/lib/ctest-failures.sh
+  echo "== what the failing tests said (their whole output is above)"
+  ctest_failures "$BUILD_DIR"
+  exit "$rc"
+fi
 
 if [ "${UFSPACK_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== sanitizer suites (scripts/sanitize.sh; UFSPACK_SKIP_SANITIZERS=1 skips them)"

@@ -135,7 +135,8 @@ Control API (same port, never forwarded, never logged):
     GET  /__proxy__/faults   the rules with matches left
     GET  /__proxy__/log      JSON array of log entries since the last reset
                              (?since=SEQ: only entries with seq > SEQ)
-    POST /__proxy__/reset    drops every rule and the in-memory log
+    POST /__proxy__/reset    drops every rule and the in-memory log (once the requests
+                             being handled are logged, as /log waits for them)
     GET  /__proxy__/health   {"ok": true, "upstream": "http://127.0.0.1:PORT"}
 
 A rule (unknown keys are refused with 400):
@@ -777,7 +778,12 @@ class ProxyState:
             return [dict(r) for r in self.rules]
 
     def reset(self) -> None:
+        """Drops the rules and the log, once every request being handled is
+        recorded (waiting at most 5 s): a request is logged after it is
+        answered, so one its client already has must not land in the log
+        after the reset, counted as the next step's."""
         with self.lock:
+            self.idle.wait_for(lambda: self.in_flight == 0, timeout=5.0)
             self.rules.clear()
             self.log.clear()
 
