@@ -8,7 +8,7 @@
 The tree is the photos of ../shared/data (3,000 JPEGs, extracted), packed
 with ``ufspack build`` and archived with ``tar -cf`` for ratarmount
 (``PEERS=ratarmount bench/install-peers.sh``; skipped and said so when it
-is not installed).  Three measurements:
+is not installed).  Five measurements:
 
   reads    random whole-file reads of every file, in one shuffled order, on
            --threads threads, warm (every file read once just before), as
@@ -16,12 +16,20 @@ is not installed).  Three measurements:
            read) and as C programs do (open, read, close): the loose files
            on local disk, the same files through ``ufspack mount`` of the
            local pack, and through ratarmount of the tar
+  first    the same random reads (every file once, shuffled, --threads
+           threads) through a fresh mount of the pack and of the tar whose
+           file is in the page cache: what each mount does per file
   slowfs   (as root) torchvision ImageFolder, raw bytes (the loader reads
-           the file), DataLoader with --workers workers, one epoch, on the
-           slow network file system of ../shared/bench/slowfs.sh (--delay-ms
-           one way), cold (a fresh SSHFS mount and mount of the pack, page
-           cache dropped): the loose files against the mount of the pack
-           that sits on the same slow FS
+           the file), DataLoader with --workers workers, one epoch in the
+           dataset's order (the mount reading ahead, and with --read-ahead
+           0) and one shuffled, on the slow network file system of
+           ../shared/bench/slowfs.sh (--delay-ms one way), cold (a fresh
+           SSHFS mount and mount of the pack, page cache dropped): the loose
+           files against the mount of the pack that sits on the same slow FS
+  s3       (as root) the pack on SeaweedFS behind the same --delay-ms
+           (bench/remote_bench.py's server), mounted as s3://: every file
+           read in order by one thread and by ImageFolder, with read-ahead
+           and with --read-ahead 0, and ImageFolder shuffled
   find     (--million) ``find MOUNTPOINT | wc -l`` over a pack of 1,000,000
            records (1,000 directories; written with ufspack.Writer)
 
@@ -123,6 +131,29 @@ def reads_of(root: str, threads: int, repeat: int) -> Dict[str, Any]:
     return {how: median_of(repeat, lambda how=how: random_reads(root, threads, how)) for how in READERS}
 
 
+def first_reads(mount: Callable[[], Any], source: str, threads: int, repeat: int) -> Dict[str, Any]:
+    """Files/s of reading every file once, shuffled, on `threads` threads,
+    through a fresh mount (`mount()`: a context manager yielding its root)
+    whose source file `source` is in the page cache: what the mount itself
+    does per file, no page of the mount's kept by the kernel yet.  Medians
+    of `repeat`, each way of reading."""
+
+    def run(how: str) -> float:
+        with open(source, "rb") as f:  # the source warm
+            while f.read(1 << 24):
+                pass
+        with mount() as root:
+            paths = files_under(root)
+            random.Random(2).shuffle(paths)
+            read = READERS[how]
+            with concurrent.futures.ThreadPoolExecutor(threads) as ex:
+                t0 = time.perf_counter()
+                sum(ex.map(read, paths))
+                return len(paths) / (time.perf_counter() - t0)
+
+    return {how: median_of(repeat, lambda how=how: run(how)) for how in READERS}
+
+
 class Ratarmount:
     """ratarmount of `tar` at `mnt` (foreground process; unmounted on exit)."""
 
@@ -167,15 +198,17 @@ def medians_of(repeat: int, fn: Callable[[], Dict[str, float]]) -> Dict[str, Any
     return {k: {"files_s": statistics.median(r[k] for r in runs), "runs": [r[k] for r in runs]} for k in runs[0]}
 
 
-def imagefolder_epoch(root: str, workers: int) -> Dict[str, float]:
-    """One epoch of ImageFolder(root) with a raw-bytes loader: samples/s
-    of the whole epoch (the workers' start included) and after its first
-    batch (the steady rate)."""
+def imagefolder_epoch(root: str, workers: int, shuffle: bool) -> Dict[str, float]:
+    """One epoch of ImageFolder(root) with a raw-bytes loader, in the
+    dataset's order or shuffled (seeded): samples/s of the whole epoch (the
+    workers' start included) and after its first batch (the steady rate)."""
     import torch
     import torchvision
 
     ds = torchvision.datasets.ImageFolder(root, loader=_raw)
-    loader = torch.utils.data.DataLoader(ds, batch_size=32, num_workers=workers, collate_fn=_keep)
+    gen = torch.Generator().manual_seed(0) if shuffle else None
+    loader = torch.utils.data.DataLoader(ds, batch_size=32, num_workers=workers, collate_fn=_keep,
+                                         shuffle=shuffle, generator=gen)
     t0 = time.perf_counter()
     first, n, t1 = 0, 0, t0
     for b in loader:
@@ -207,14 +240,14 @@ def slowfs_runs(src: str, work: str, args: Any) -> Dict[str, Any]:
         subprocess.run([SLOWFS, "up", src, smnt, str(args.delay_ms)], check=True, stdout=subprocess.DEVNULL)
         benchlib.drop_caches()
 
-    def loose() -> Dict[str, float]:
+    def loose(shuffle: bool) -> Dict[str, float]:
         up()
-        return imagefolder_epoch(os.path.join(smnt, "tree"), args.workers)
+        return imagefolder_epoch(os.path.join(smnt, "tree"), args.workers, shuffle)
 
-    def mounted() -> Dict[str, float]:
+    def mounted(shuffle: bool, read_ahead: Any = None) -> Dict[str, float]:
         up()
-        with ufspack.mounted(os.path.join(smnt, "photos.ufspack")) as root:
-            return imagefolder_epoch(root, args.workers)
+        with ufspack.mounted(os.path.join(smnt, "photos.ufspack"), read_ahead=read_ahead) as root:
+            return imagefolder_epoch(root, args.workers, shuffle)
 
     def cat() -> float:  # the link's sequential rate, in files of the pack per second
         up()
@@ -224,11 +257,67 @@ def slowfs_runs(src: str, work: str, args: Any) -> Dict[str, Any]:
         return files / (time.perf_counter() - t0)
 
     try:
-        res = {"loose": medians_of(args.repeat, loose), "mount": medians_of(args.repeat, mounted),
-               "cat_data": median_of(args.repeat, cat)}
+        res = {
+            "in_order": {"loose": medians_of(args.repeat, lambda: loose(False)),
+                         "mount": medians_of(args.repeat, lambda: mounted(False))},
+            "shuffled": {"loose": medians_of(args.repeat, lambda: loose(True)),
+                         "mount": medians_of(args.repeat, lambda: mounted(True))},
+            "cat_data": median_of(args.repeat, cat),
+        }
     finally:
         subprocess.run([SLOWFS, "down"], check=False, stdout=subprocess.DEVNULL)
     return res
+
+
+def sequential_reads(root: str) -> float:
+    """Files/s of one thread reading every file in the tree's order (as
+    cp -r, tar or md5sum do)."""
+    paths = files_under(root)
+    t0 = time.perf_counter()
+    for p in paths:
+        read_posix(p)
+    return len(paths) / (time.perf_counter() - t0)
+
+
+def s3_runs(src: str, work: str, args: Any) -> Dict[str, Any]:
+    """The pack on SeaweedFS (bench/remote_bench.py's server, --delay-ms one
+    way away in slowfs.sh's network namespace), mounted as s3://: read in
+    order with read-ahead (the default) and without (--read-ahead 0), one
+    thread and ImageFolder with --workers workers, and ImageFolder
+    shuffled; a fresh mount each run (nothing cached)."""
+    import types
+
+    import remote_bench
+    import ufspack
+
+    server = remote_bench.Server(types.SimpleNamespace(delay_ms=args.delay_ms, dataset="photos", smoke=False),
+                                 work)
+    saved = dict(os.environ)
+    try:
+        s3 = server.client()
+        for name in ("data.ufs", "index.ufs"):  # data first, then its index
+            s3.upload_file(os.path.join(src, "photos.ufspack", name), remote_bench.BUCKET, f"photos/{name}")
+        os.environ.update(server.env(server.endpoint))
+        url = f"s3://{remote_bench.BUCKET}/photos"
+
+        def run(fn: Callable[[str], Any], read_ahead: Any) -> Any:
+            with ufspack.mounted(url, read_ahead=read_ahead) as root:
+                return fn(root)
+
+        res: Dict[str, Any] = {}
+        for label, ra in (("read_ahead", None), ("no_read_ahead", 0)):
+            res[label] = {
+                "one_thread": median_of(args.repeat, lambda ra=ra: run(sequential_reads, ra)),
+                "imagefolder": medians_of(args.repeat, lambda ra=ra: run(
+                    lambda root: imagefolder_epoch(root, args.workers, False), ra)),
+            }
+        res["shuffled"] = medians_of(args.repeat, lambda: run(
+            lambda root: imagefolder_epoch(root, args.workers, True), None))
+        return res
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        server.stop()
 
 
 def million_find(work: str, repeat: int) -> Dict[str, Any]:
@@ -284,13 +373,20 @@ def main() -> int:
             t.add(tree, arcname="tree")
         with Ratarmount(tar, os.path.join(args.work, "rmnt")) as rmnt:
             reads["ratarmount"] = reads_of(rmnt, args.threads, args.repeat)
+        results["first_reads"] = {
+            "mount": first_reads(lambda: ufspack.mounted(pack), os.path.join(pack, "data.ufs"),
+                                 args.threads, args.repeat),
+            "ratarmount": first_reads(lambda: Ratarmount(tar, os.path.join(args.work, "rmnt")), tar,
+                                      args.threads, args.repeat),
+        }
     else:
         skipped["ratarmount"] = "not installed (PEERS=ratarmount bench/install-peers.sh VENV)"
     results["reads"] = reads
     if not args.smoke and os.geteuid() == 0:
         results["slowfs"] = slowfs_runs(src, args.work, args)
+        results["s3"] = s3_runs(src, args.work, args)
     elif not args.smoke:
-        skipped["slowfs"] = "needs root"
+        skipped["slowfs"] = skipped["s3"] = "needs root"
     if args.million:
         results["find_1m"] = million_find(args.work, args.repeat)
     results["skipped"] = skipped
@@ -304,15 +400,45 @@ def main() -> int:
             lines.append(f"| {name} | {how} | {m['files_s']:,.0f} | "
                          f"{m['files_s'] / reads['loose'][how]['files_s']:.2f}x | "
                          f"{reads['mount'][how]['files_s'] / m['files_s']:.2f}x |")
+    if "first_reads" in results:
+        fr = results["first_reads"]
+        lines += ["", f"First reads through a fresh mount (the pack's / the tar's file in the page cache), "
+                  f"every file once, shuffled, {args.threads} threads, medians of {args.repeat}:", "",
+                  "| reader | mount files/s | ratarmount files/s | mount / ratarmount "
+                  "| mount / loose files on local disk (warm) |", "|---|---|---|---|---|"]
+        for how in READERS:
+            mo, ra = fr["mount"][how]["files_s"], fr["ratarmount"][how]["files_s"]
+            lines.append(f"| {how} | {mo:,.0f} | {ra:,.0f} | {mo / ra:.2f}x | "
+                         f"{mo / reads['loose'][how]['files_s']:.2f}x |")
     if "slowfs" in results:
         s = results["slowfs"]
         lines += ["", f"ImageFolder, raw bytes, {args.workers} DataLoader workers, one cold epoch, slow FS at "
-                  f"{args.delay_ms} ms one way, samples/s:", "",
-                  "| | loose files | the mount of the pack | mount / loose |", "|---|---|---|---|"]
-        for k in ("epoch", "after_first_batch"):
-            lo, mo = s["loose"][k]["files_s"], s["mount"][k]["files_s"]
-            lines.append(f"| {k.replace('_', ' ')} | {lo:,.0f} | {mo:,.0f} | {mo / lo:.2f}x |")
+                  f"{args.delay_ms} ms one way, samples/s (epoch / after the first batch):", "",
+                  "| order | loose files | the mount of the pack | mount / loose |", "|---|---|---|---|"]
+        rows = [("in order (shuffle=False)", "in_order", "mount"), ("shuffled", "shuffled", "mount")]
+        for label, order, which in rows:
+            lo, mo = s[order]["loose"], s[order][which]
+            lines.append(f"| {label} | {lo['epoch']['files_s']:,.0f} / {lo['after_first_batch']['files_s']:,.0f} | "
+                         f"{mo['epoch']['files_s']:,.0f} / {mo['after_first_batch']['files_s']:,.0f} | "
+                         f"{mo['epoch']['files_s'] / lo['epoch']['files_s']:.2f}x / "
+                         f"{mo['after_first_batch']['files_s'] / lo['after_first_batch']['files_s']:.2f}x |")
         lines += ["", f"cat data.ufs over the same link: {s['cat_data']['files_s']:,.0f} files' worth per second"]
+    if "s3" in results:
+        s = results["s3"]
+        ra, no = s["read_ahead"], s["no_read_ahead"]
+        lines += ["", f"The pack on SeaweedFS {args.delay_ms} ms one way away, mounted as s3://, a fresh mount "
+                  f"each run, files/s (ImageFolder: epoch / after the first batch, {args.workers} workers):", "",
+                  "| reads | read-ahead (default) | --read-ahead 0 | ratio |", "|---|---|---|---|",
+                  f"| one thread, in order | {ra['one_thread']['files_s']:,.0f} | {no['one_thread']['files_s']:,.0f} | "
+                  f"{ra['one_thread']['files_s'] / no['one_thread']['files_s']:.2f}x |"]
+        a, b = ra["imagefolder"], no["imagefolder"]
+        lines.append(f"| ImageFolder, in order | {a['epoch']['files_s']:,.0f} / "
+                     f"{a['after_first_batch']['files_s']:,.0f} | "
+                     f"{b['epoch']['files_s']:,.0f} / {b['after_first_batch']['files_s']:,.0f} | "
+                     f"{a['epoch']['files_s'] / b['epoch']['files_s']:.2f}x |")
+        sh = s["shuffled"]
+        lines.append(f"| ImageFolder, shuffled | {sh['epoch']['files_s']:,.0f} / "
+                     f"{sh['after_first_batch']['files_s']:,.0f} | | |")
     if "find_1m" in results:
         lines += ["", f"find | wc -l over 1,000,000 records: {results['find_1m']['seconds']:.2f} s "
                   f"(runs {', '.join(f'{x:.2f}' for x in results['find_1m']['runs'])})"]

@@ -326,7 +326,7 @@ fuse_lowlevel_ops MakeOps() {
 }  // namespace
 
 FileSystem::FileSystem(const Reader* reader, const Tree* tree, int64_t mtime,
-                       bool allow_zero_message_opens,
+                       bool allow_zero_message_opens, uint64_t read_ahead_bytes,
                        std::function<void(const std::string&)> log)
     : reader_(reader),
       tree_(tree),
@@ -334,7 +334,8 @@ FileSystem::FileSystem(const Reader* reader, const Tree* tree, int64_t mtime,
       uid_(getuid()),
       gid_(getgid()),
       allow_zero_message_opens_(allow_zero_message_opens),
-      log_(std::move(log)) {}
+      log_(std::move(log)),
+      sequential_reads_(reader, read_ahead_bytes) {}
 
 const fuse_lowlevel_ops* FileSystem::Ops() {
   static const fuse_lowlevel_ops ops = MakeOps();
@@ -385,7 +386,7 @@ int FileSystem::ReadRecord(uint64_t ino, std::string* out) const {
   stats_.record_reads.fetch_add(1, std::memory_order_relaxed);
   Record r;
   Status s = reader_->GetRecord(i, &r);
-  if (s.ok()) s = reader_->Read(r, out);
+  if (s.ok()) s = sequential_reads_.Read(r, out);
   if (s.ok()) return 0;
   stats_.read_errors.fetch_add(1, std::memory_order_relaxed);
   std::string where = "record " + std::to_string(i) + " '" +

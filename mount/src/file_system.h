@@ -26,6 +26,7 @@
 #include <string>
 
 #include "recent_records.h"
+#include "sequential_reads.h"
 #include "tree.h"
 #include "ufspack/reader.h"
 
@@ -42,8 +43,9 @@ struct FileSystemStats {
 
 class FileSystem {
  public:
+  // read_ahead_bytes: the largest read-ahead window (SequentialReads; 0: none).
   FileSystem(const Reader* reader, const Tree* tree, int64_t mtime,
-             bool allow_zero_message_opens,
+             bool allow_zero_message_opens, uint64_t read_ahead_bytes,
              std::function<void(const std::string&)> log);
 
   // The operations, whose userdata must be this FileSystem.
@@ -57,9 +59,9 @@ class FileSystem {
   // entry cannot be read; 0 when done.
   int Length(uint64_t ino, uint64_t* length) const;
 
-  // Reads the whole record of file `ino` into *out (one Reader::Read).
-  // EIO (and a log line naming the record, its offset and the error) when
-  // it fails; 0 when done.
+  // Reads the whole record of file `ino` into *out (one Reader::Read, or
+  // from a read-ahead window: SequentialReads).  EIO (and a log line naming the
+  // record, its offset and the error) when it fails; 0 when done.
   int ReadRecord(uint64_t ino, std::string* out) const;
 
   // Zero-message opens (FUSE_CAP_NO_OPEN_SUPPORT, Linux 4.19+): open()
@@ -80,6 +82,9 @@ class FileSystem {
   const Tree& tree() const { return *tree_; }
   const Reader& reader() const { return *reader_; }
   const FileSystemStats& stats() const { return stats_; }
+  const SequentialReadStats& sequential_read_stats() const {
+    return sequential_reads_.stats();
+  }
 
  private:
   const Reader* reader_;
@@ -92,6 +97,7 @@ class FileSystem {
   std::atomic<bool> zero_message_opendirs_{false};
   std::function<void(const std::string&)> log_;
   mutable FileSystemStats stats_;
+  mutable SequentialReads sequential_reads_;  // thread-safe
   RecentRecords recent_{64};
 };
 

@@ -136,7 +136,9 @@ Status PackMount::Impl::Start() {
   const int64_t mtime =
       options_.mtime >= 0 ? options_.mtime : PackMtime(*reader_);
   fs_ = std::make_unique<mount::FileSystem>(
-      reader_.get(), &tree_, mtime, options_.zero_message_opens, options_.log);
+      reader_.get(), &tree_, mtime, options_.zero_message_opens,
+      // A data file on a file system is read ahead by the page cache.
+      reader_->prefers_batches() ? options_.read_ahead_bytes : 0, options_.log);
   const std::string fsname =
       options_.fsname.empty() ? "ufspack" : options_.fsname;
   std::vector<std::string> argv = {

@@ -25,7 +25,7 @@ namespace cli {
 
 const char kMountHelp[] =
     R"(Usage: ufspack mount <pack> <mountpoint> [--cache <dir>] [--foreground]
-                     [-o <option>[,<option>...]]
+                     [--read-ahead <size>] [-o <option>[,<option>...]]
 
 <pack> is a pack directory, its index.ufs, a merged pack, or a pack URL:
 s3://bucket/prefix (AWS settings from the environment and ~/.aws) or
@@ -35,9 +35,12 @@ Mounts the pack read-only at <mountpoint> (FUSE): each record is a file at
 its name ("cats/cat.1.jpg"), with its original size and the index file's
 modification time.  Listing and stat are answered from the index (nothing
 is read from data.ufs); reading a file reads its record with one request
-(checksummed, decompressed).  A damaged or unreachable record gives EIO
-and a log line naming it; writes fail with EROFS.  Names that cannot be
-paths (empty components, '.', '..', a NUL byte) are refused at mount.
+(checksummed, decompressed); a remote pack's files read one after the
+other in the pack's order (a directory's files in name order) are read
+ahead, many with one request (--read-ahead).  A damaged or unreachable
+record gives EIO and a log line naming it; writes fail with EROFS.  Names
+that cannot be paths (empty components, '.', '..', a NUL byte) are
+refused at mount.
 
 Without --foreground the command returns once the file system is mounted
 (errors are reported first) and a background process serves it, logging
@@ -53,6 +56,14 @@ Options:
                         others are read and cached; cached records keep
                         reading while the pack's storage is unreachable
   -f, --foreground      stay attached; log lines on stderr
+      --read-ahead <size>
+                        for s3:// and https:// packs: files read one after
+                        the other in the pack's order are read ahead, many
+                        with one ranged GET, in windows from 256K doubling
+                        up to <size> (default 4M, at most 256M; 0 turns it
+                        off; memory: up to 24 times <size>); files read in
+                        another order (shuffled) are read alone.  A pack on
+                        a file system is read ahead by the kernel instead
   -o <options>          FUSE mount options, comma-separated, e.g.
                         allow_other (other users may read the mount; needs
                         user_allow_other in /etc/fuse.conf unless root)
@@ -97,6 +108,7 @@ namespace {
 struct MountArgs {
   std::string pack, mountpoint, cache_dir;
   bool foreground = false;
+  uint64_t read_ahead_bytes = uint64_t{4} << 20;
   std::vector<std::string> fuse_options;
 };
 
@@ -120,6 +132,7 @@ int MountPack(const MountArgs& a, bool foreground,
   MountOptions mo;
   mo.fuse_options = a.fuse_options;
   mo.fsname = FsName(a.pack);
+  mo.read_ahead_bytes = a.read_ahead_bytes;
   // A knob for tests and old kernels: an open file per open (docs/mount.md).
   const char* buffers = getenv("UFSPACK_MOUNT_OPEN_BUFFERS");
   mo.zero_message_opens = buffers == nullptr || *buffers == '\0';
@@ -219,11 +232,29 @@ int CmdMount(const Argv& argv) {
   cl.app().add_option("mountpoint", a.mountpoint)->required();
   cl.app().add_option("--cache", a.cache_dir);
   cl.app().add_flag("-f,--foreground", a.foreground);
+  std::string read_ahead;
+  cl.app().add_option("--read-ahead", read_ahead);
   cl.app()
       .add_option("-o", a.fuse_options)
       ->delimiter(',')
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   if (int rc = cl.Parse(argv); rc >= 0) return rc;
+  if (!read_ahead.empty()) {
+    if (!ParseSize(read_ahead, &a.read_ahead_bytes)) {
+      return Usage("mount",
+                   "--read-ahead takes a size such as 4M, 512K or "
+                   "0, not '" +
+                       Printable(read_ahead) + "'");
+    }
+    // Up to 8 runs read ahead at once, with up to 3 windows this large each.
+    if (a.read_ahead_bytes != 0 && (a.read_ahead_bytes < (256 << 10) ||
+                                    a.read_ahead_bytes > (256 << 20))) {
+      return Usage("mount",
+                   "--read-ahead takes 0 (off) or a size from 256K "
+                   "to 256M, not '" +
+                       Printable(read_ahead) + "'");
+    }
+  }
   if (!a.foreground) return MountInBackground(a);
   std::unique_ptr<PackMount> mount;
   if (int rc = MountPack(a, true, &mount); rc != kExitOk) return rc;

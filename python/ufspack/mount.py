@@ -78,12 +78,16 @@ def mounted(
     cache: str | os.PathLike[str] | None = None,
     *,
     options: Sequence[str] = (),
+    read_ahead: int | str | None = None,
     timeout: float = 60.0,
 ) -> Iterator[str]:
     """Mounts ``pack`` (a directory, index.ufs, merged pack, ``s3://`` or
     ``https://`` URL) read-only on a fresh temporary directory and yields
     its path; ``cache`` is a node-local cache directory (``--cache``),
-    ``options`` FUSE mount options (``-o``, e.g. ``"allow_other"``).
+    ``options`` FUSE mount options (``-o``, e.g. ``"allow_other"``),
+    ``read_ahead`` the largest read-ahead of a remote pack's files read in
+    the pack's order (``--read-ahead``: bytes or a size such as ``"16M"``;
+    0 turns it off; default 4 MiB).
 
     Raises MountError with the command's message when the mount fails or
     is not up within ``timeout`` seconds (the tree of a pack of millions of
@@ -95,6 +99,8 @@ def mounted(
     cmd = [cli, "mount", os.fspath(pack), root, "--foreground"]
     if cache is not None:
         cmd += ["--cache", os.fspath(cache)]
+    if read_ahead is not None:
+        cmd += ["--read-ahead", str(read_ahead)]
     for option in options:
         cmd += ["-o", option]
     # A file, not a pipe, for stderr: a full pipe would block the mount.

@@ -214,6 +214,15 @@ def test_corrupt_record_gives_eio_and_a_log_line(small_pack, tmp_path, monkeypat
             read(os.path.join(m.root, "class2", "img5.jpg"))
         assert e.value.errno == errno.EIO
         assert len(read(os.path.join(m.root, "class2", "img4.png"))) > 0
+        # Every file in the pack's order: the damaged record alone fails.
+        for j in range(len(p)):
+            path = os.path.join(m.root, p.name(j))
+            if j == i:
+                with pytest.raises(OSError) as e:
+                    read(path)
+                assert e.value.errno == errno.EIO
+            else:
+                assert read(path) == p.read(j), p.name(j)
         log = m.stderr()
     assert f"record {i} 'class2/img5.jpg'" in log and f"offset {rec['offset']}" in log, log
     assert "checksum" in log, log
@@ -267,6 +276,9 @@ def test_bad_mountpoints_and_packs(small_pack, tmp_path):
     assert not os.path.ismount(tmp_path / "mnt")
     r = cli("umount", tmp_path / "mnt")
     assert r.returncode == 1 and "not a mount point" in r.stderr, r.stderr
+    for bad in ("100K", "1G", "lots"):
+        r = cli("mount", small_pack, tmp_path / "mnt", "--read-ahead", bad)
+        assert r.returncode == 2 and "--read-ahead takes" in r.stderr and bad in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize(

@@ -16,14 +16,15 @@
 // the names in the mapped index: listings and stat never read data.ufs.
 // A read() reads the whole record with one Reader::Read (one pread, one
 // ranged GET, or none when the cache holds it; checksummed, zstd
-// decompressed); a file read in the kernel's 128 KiB pieces keeps it (with
-// its open file, or in a few shared slots when the kernel opens files
-// without asking: MountOptions::zero_message_opens) for the next pieces, so
-// each file costs one request.  The kernel keeps the pages (the pack is
-// immutable), so a file read again costs none.  A record that fails (checksum
-// mismatch, unreachable storage) gives EIO to the program and a log line naming
-// the record, its offset and the error; wrong bytes are never returned.  Writes
-// of any kind fail with EROFS.
+// decompressed), and a remote pack's files read in the pack's order are
+// read ahead (MountOptions::read_ahead_bytes); a file read in the kernel's 128
+// KiB pieces keeps it (with its open file, or in a few shared slots when the
+// kernel opens files without asking: MountOptions::zero_message_opens) for the
+// next pieces, so each file costs one request.  The kernel keeps the pages (the
+// pack is immutable), so a file read again costs none.  A record that fails
+// (checksum mismatch, unreachable storage) gives EIO to the program and a log
+// line naming the record, its offset and the error; wrong bytes are never
+// returned.  Writes of any kind fail with EROFS.
 //
 // Thread safety: Mount() and Run() are called from one thread; Run() serves
 // requests on libfuse's worker threads, which share the Reader (whose const
@@ -64,6 +65,15 @@ struct MountOptions {
   // file read in pieces is kept in a few shared slots instead of with its
   // open file.  false: every open gets its own buffer (a request each).
   bool zero_message_opens = true;
+  // Read-ahead of a remote pack (s3://, https://) for files read in the
+  // pack's order (a directory read file after file): from the second of
+  // consecutive records on, the records that follow are read with one
+  // ranged GET, in windows growing from 256 KiB to this many bytes, the
+  // next window fetched while the program reads the last.  Files read in
+  // any other order are read alone, as without it.  Below 256 KiB (0
+  // included): none.  A pack on a file system (local disk, NFS) is read
+  // ahead by the kernel's page cache instead.
+  uint64_t read_ahead_bytes = uint64_t{4} << 20;
   // Idle worker threads libfuse keeps; it starts more as requests wait,
   // up to its own limit (10 in libfuse 3.14).
   int max_idle_threads = 16;
