@@ -25,7 +25,8 @@ is not installed).  Five measurements:
            0) and one shuffled, on the slow network file system of
            ../shared/bench/slowfs.sh (--delay-ms one way), cold (a fresh
            SSHFS mount and mount of the pack, page cache dropped): the loose
-           files against the mount of the pack that sits on the same slow FS
+           files against the mount of the pack that sits on the same slow FS,
+           the runs interleaved, and `cat data.ufs` (the link's rate)
   s3       (as root) the pack on SeaweedFS behind the same --delay-ms
            (bench/remote_bench.py's server), mounted as s3://: every file
            read in order by one thread and by ImageFolder, with read-ahead
@@ -256,16 +257,28 @@ def slowfs_runs(src: str, work: str, args: Any) -> Dict[str, Any]:
                        stdout=subprocess.DEVNULL)
         return files / (time.perf_counter() - t0)
 
+    # Interleaved (loose, mount, loose, mount, ..., cat), so that a drift of
+    # the machine over the runs touches both sides; the ratio reported is
+    # the median of each pair's.
+    runs: Dict[str, List[Any]] = {k: [] for k in ("in_order_loose", "in_order_mount", "shuffled_loose",
+                                                  "shuffled_mount", "cat_data")}
     try:
-        res = {
-            "in_order": {"loose": medians_of(args.repeat, lambda: loose(False)),
-                         "mount": medians_of(args.repeat, lambda: mounted(False))},
-            "shuffled": {"loose": medians_of(args.repeat, lambda: loose(True)),
-                         "mount": medians_of(args.repeat, lambda: mounted(True))},
-            "cat_data": median_of(args.repeat, cat),
-        }
+        for _ in range(args.repeat):
+            for shuffle, order in ((False, "in_order"), (True, "shuffled")):
+                runs[f"{order}_loose"].append(loose(shuffle))
+                runs[f"{order}_mount"].append(mounted(shuffle))
+            runs["cat_data"].append(cat())
     finally:
         subprocess.run([SLOWFS, "down"], check=False, stdout=subprocess.DEVNULL)
+
+    def med(rs: List[Dict[str, float]]) -> Dict[str, Any]:
+        return {k: {"files_s": statistics.median(r[k] for r in rs), "runs": [r[k] for r in rs]} for k in rs[0]}
+
+    res: Dict[str, Any] = {"cat_data": {"files_s": statistics.median(runs["cat_data"]), "runs": runs["cat_data"]}}
+    for order in ("in_order", "shuffled"):
+        lo, mo = runs[f"{order}_loose"], runs[f"{order}_mount"]
+        res[order] = {"loose": med(lo), "mount": med(mo),
+                      "ratio": {k: statistics.median(m[k] / x[k] for x, m in zip(lo, mo)) for k in lo[0]}}
     return res
 
 
@@ -414,14 +427,15 @@ def main() -> int:
         s = results["slowfs"]
         lines += ["", f"ImageFolder, raw bytes, {args.workers} DataLoader workers, one cold epoch, slow FS at "
                   f"{args.delay_ms} ms one way, samples/s (epoch / after the first batch):", "",
-                  "| order | loose files | the mount of the pack | mount / loose |", "|---|---|---|---|"]
+                  "| order | loose files | the mount of the pack | mount / loose (median of the runs' ratios) |",
+                  "|---|---|---|---|"]
         rows = [("in order (shuffle=False)", "in_order", "mount"), ("shuffled", "shuffled", "mount")]
         for label, order, which in rows:
             lo, mo = s[order]["loose"], s[order][which]
+            ratio = s[order]["ratio"]
             lines.append(f"| {label} | {lo['epoch']['files_s']:,.0f} / {lo['after_first_batch']['files_s']:,.0f} | "
                          f"{mo['epoch']['files_s']:,.0f} / {mo['after_first_batch']['files_s']:,.0f} | "
-                         f"{mo['epoch']['files_s'] / lo['epoch']['files_s']:.2f}x / "
-                         f"{mo['after_first_batch']['files_s'] / lo['after_first_batch']['files_s']:.2f}x |")
+                         f"{ratio['epoch']:.2f}x / {ratio['after_first_batch']:.2f}x |")
         lines += ["", f"cat data.ufs over the same link: {s['cat_data']['files_s']:,.0f} files' worth per second"]
     if "s3" in results:
         s = results["s3"]
