@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -30,10 +31,12 @@ FileSystem& Fs(fuse_req_t req) {
 
 // An open file: its record, read whole at the first read() and kept until
 // release(), so that the kernel's chunks of one file cost one request.
+// Shared with the reads replying from it: once a reply's bytes reach the
+// kernel, the program may close the file and another worker release it
+// while fuse_reply_buf has not returned yet.
 struct OpenFile {
   std::mutex mu;
-  bool loaded = false;  // guarded by mu; `bytes` is immutable once set
-  std::string bytes;
+  std::shared_ptr<const std::string> bytes;  // guarded by mu; null until read
 };
 
 void ReplyEntry(fuse_req_t req, uint64_t ino) {
@@ -187,16 +190,21 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (fuse_reply_open(req, fi) != 0) delete f;  // interrupted: no release
 }
 
-// Loads the record of `f` if not yet loaded.  Returns 0 or an errno.  The
-// caller replies only after this returns: once the reply is sent, the
-// kernel may release the file (and another worker delete `f`) at once.
-int LoadOpenFile(fuse_req_t req, fuse_ino_t ino, OpenFile* f) {
+// Sets *bytes to the record of `f`, reading it if not yet read.  Returns 0
+// or an errno.  The caller replies only after this returns, from *bytes:
+// once the reply is sent, the kernel may release the file (and another
+// worker delete `f`) at once.
+int LoadOpenFile(fuse_req_t req, fuse_ino_t ino, OpenFile* f,
+                 std::shared_ptr<const std::string>* bytes) {
   std::lock_guard<std::mutex> lock(f->mu);
-  if (f->loaded) return 0;
-  // A failure is not kept: the next read tries again (the storage may be
-  // back).
-  if (int err = Fs(req).ReadRecord(ino, &f->bytes); err != 0) return err;
-  f->loaded = true;
+  if (f->bytes == nullptr) {
+    // A failure is not kept: the next read tries again (the storage may be
+    // back).
+    auto b = std::make_shared<std::string>();
+    if (int err = Fs(req).ReadRecord(ino, b.get()); err != 0) return err;
+    f->bytes = std::move(b);
+  }
+  *bytes = f->bytes;
   return 0;
 }
 
@@ -231,11 +239,12 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
             fuse_file_info* fi) {
   if (fi->fh == 0) return ReadWithoutOpen(req, ino, size, off);
   OpenFile* f = reinterpret_cast<OpenFile*>(fi->fh);
-  if (int err = LoadOpenFile(req, ino, f); err != 0) {
+  std::shared_ptr<const std::string> bytes;
+  if (int err = LoadOpenFile(req, ino, f, &bytes); err != 0) {
     fuse_reply_err(req, err);
     return;
   }
-  ReplyRange(req, f->bytes, size, off);
+  ReplyRange(req, *bytes, size, off);
 }
 
 void OpRelease(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
