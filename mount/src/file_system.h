@@ -82,9 +82,6 @@ class FileSystem {
   const Tree& tree() const { return *tree_; }
   const Reader& reader() const { return *reader_; }
   const FileSystemStats& stats() const { return stats_; }
-  const SequentialReadStats& sequential_read_stats() const {
-    return sequential_reads_.stats();
-  }
 
  private:
   const Reader* reader_;
