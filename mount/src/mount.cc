@@ -90,6 +90,20 @@ Status ReadNames(const Reader& reader, std::vector<std::string_view>* names) {
   return Status::OK();
 }
 
+// The pack's classes without records (built with --allow-empty), shown as
+// empty directories as the source tree had them: ImageFolder on the mount
+// then finds the classes (and targets) that MyImageFolder does, or refuses
+// an empty class as it would in the source tree.  The root's class ("", a
+// flat pack's) is the root itself.
+Status EmptyClasses(const Reader& reader, std::vector<std::string_view>* dirs) {
+  ClassInfo c;
+  for (uint64_t k = 0; k < reader.class_count(); ++k) {
+    UFSPACK_RETURN_IF_ERROR(reader.GetClass(k, &c));
+    if (c.record_count == 0 && !c.name.empty()) dirs->push_back(c.name);
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 class PackMount::Impl {
@@ -127,7 +141,9 @@ Status PackMount::Impl::Start() {
       mount::AbsoluteMountPath(mountpoint_, &abs_mountpoint_));
   std::vector<std::string_view> names;
   UFSPACK_RETURN_IF_ERROR(ReadNames(*reader_, &names));
-  UFSPACK_RETURN_IF_ERROR(tree_.Build(std::move(names)));
+  std::vector<std::string_view> empty_classes;
+  UFSPACK_RETURN_IF_ERROR(EmptyClasses(*reader_, &empty_classes));
+  UFSPACK_RETURN_IF_ERROR(tree_.Build(std::move(names), empty_classes));
   if (!options_.log) {
     options_.log = [](const std::string& line) {
       std::fprintf(stderr, "ufspack mount: %s\n", line.c_str());

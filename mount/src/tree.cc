@@ -71,20 +71,24 @@ Status Tree::ValidateName(std::string_view name) {
 // recording every (parent, child) pair; Finish() then groups the children
 // by parent (a counting sort, stable, so each directory's children keep the
 // tree order, which is byte order of their names).
+//
+// Items 0 .. n-1 are the records; item n + k is empty directory k, which
+// walks as a record would but makes its last component a directory too.
 class Tree::Builder {
  public:
-  explicit Builder(Tree* tree) : t_(tree) {}
+  Builder(Tree* tree, const std::vector<std::string_view>& empty_dirs)
+      : t_(tree), empty_dirs_(empty_dirs) {}
 
   Status Run() {
-    const std::vector<std::string_view>& names = t_->names_;
-    for (uint64_t i = 0; i < names.size(); ++i) {
-      Status s = ValidateName(names[i]);
+    const uint64_t items = t_->names_.size() + empty_dirs_.size();
+    for (uint64_t i = 0; i < items; ++i) {
+      Status s = ValidateName(NameOf(i));
       if (!s.ok()) return Refuse(i, std::string(s.message()));
     }
-    std::vector<uint64_t> order(names.size());
+    std::vector<uint64_t> order(items);
     std::iota(order.begin(), order.end(), uint64_t{0});
     auto less = [&](uint64_t a, uint64_t b) {
-      return CompareTreeOrder(names[a], names[b]) < 0;
+      return CompareTreeOrder(NameOf(a), NameOf(b)) < 0;
     };
     if (!std::is_sorted(order.begin(), order.end(), less)) {
       std::sort(order.begin(), order.end(), less);
@@ -102,13 +106,26 @@ class Tree::Builder {
     std::string_view name;        // its component
     std::string_view last_child;  // the child added last, and what it is
     bool last_is_dir = false;
-    uint64_t last_record = 0;  // a record under (or of) the last child
+    uint64_t last_record = 0;  // an item under (or of) the last child
   };
 
-  Status Refuse(uint64_t record, const std::string& why) {
+  bool IsRecord(uint64_t item) const { return item < t_->names_.size(); }
+  std::string_view NameOf(uint64_t item) const {
+    return IsRecord(item) ? t_->names_[item]
+                          : empty_dirs_[item - t_->names_.size()];
+  }
+  // "record 7" or "the class 'cats' (no records)".
+  std::string What(uint64_t item) const {
+    return IsRecord(item)
+               ? "record " + std::to_string(item)
+               : "the class " + Quoted(NameOf(item)) + " (no records)";
+  }
+
+  Status Refuse(uint64_t item, const std::string& why) {
+    const std::string what =
+        IsRecord(item) ? What(item) + " " + Quoted(NameOf(item)) : What(item);
     return Status::InvalidArgument(
-        "record " + std::to_string(record) + " " + Quoted(t_->names_[record]) +
-        ": " + why + "; a pack with such a name cannot be mounted");
+        what + ": " + why + "; a pack with such a name cannot be mounted");
   }
 
   void Split(std::string_view name) {
@@ -122,19 +139,21 @@ class Tree::Builder {
   }
 
   Status Add(uint64_t r) {
-    Split(t_->names_[r]);
+    Split(NameOf(r));
+    // The directories of the path: all its components but the last, and
+    // the last too for an empty directory.
+    const size_t dirs = IsRecord(r) ? parts_.size() - 1 : parts_.size();
     size_t d = 0;  // directories of the path already open
-    while (d + 1 < stack_.size() && d + 1 < parts_.size() &&
+    while (d + 1 < stack_.size() && d < dirs &&
            stack_[d + 1].name == parts_[d]) {
       ++d;
     }
     stack_.resize(d + 1);
-    for (size_t j = d; j + 1 < parts_.size(); ++j) {
+    for (size_t j = d; j < dirs; ++j) {
       Frame& top = stack_.back();
       if (top.last_child == parts_[j] && !top.last_is_dir) {
         return Refuse(r, "its directory " + Quoted(parts_[j]) +
-                             " is also the file of record " +
-                             std::to_string(top.last_record));
+                             " is also the file of " + What(top.last_record));
       }
       const uint64_t dir = t_->dirs_.size();
       Dir node;
@@ -144,13 +163,13 @@ class Tree::Builder {
       Link(&top, parts_[j], true, r, kDirTag | dir);
       stack_.push_back(Frame{dir, parts_[j], {}, false, 0});
     }
+    if (!IsRecord(r)) return Status::OK();
     Frame& top = stack_.back();
     if (top.last_child == parts_.back()) {
-      return Refuse(r, top.last_is_dir
-                           ? "it is also a directory (of record " +
-                                 std::to_string(top.last_record) + ")"
-                           : "record " + std::to_string(top.last_record) +
-                                 " has the same name");
+      return Refuse(
+          r, top.last_is_dir
+                 ? "it is also a directory (of " + What(top.last_record) + ")"
+                 : What(top.last_record) + " has the same name");
     }
     Link(&top, parts_.back(), false, r, r);
     return Status::OK();
@@ -190,17 +209,19 @@ class Tree::Builder {
   }
 
   Tree* t_;
+  const std::vector<std::string_view>& empty_dirs_;
   std::vector<Frame> stack_;
   std::vector<std::string_view> parts_;
   std::vector<uint64_t> parents_;  // parents_[k]: dir index of pair k
   std::vector<uint64_t> kids_;     // kids_[k]: record, or kDirTag | dir
 };
 
-Status Tree::Build(std::vector<std::string_view> names) {
+Status Tree::Build(std::vector<std::string_view> names,
+                   const std::vector<std::string_view>& empty_dirs) {
   names_ = std::move(names);
   dirs_.clear();
   children_.clear();
-  Builder builder(this);
+  Builder builder(this, empty_dirs);
   Status s = builder.Run();
   if (!s.ok()) {
     names_.clear();

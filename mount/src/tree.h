@@ -37,12 +37,16 @@ class Tree {
   // The longest name component a file system on Linux takes (NAME_MAX).
   static constexpr size_t kMaxComponent = 255;
 
-  // Builds the tree of `names` (names[i]: record i's name, '/'-separated).
-  // InvalidArgument naming the record when a name cannot be a path on the
-  // host (ValidateName), when two records have one name, or when a name is
-  // both a file and a directory ("a" and "a/b").  O(n log n) in the number
-  // of names (O(n) when they come in the tree's order already).
-  Status Build(std::vector<std::string_view> names);
+  // Builds the tree of `names` (names[i]: record i's name, '/'-separated)
+  // and of `empty_dirs`, directories shown even with nothing under them (a
+  // pack's classes with no records, which ImageFolder lists as classes).
+  // InvalidArgument naming the record (or directory) when a name cannot be
+  // a path on the host (ValidateName), when two records have one name, or
+  // when a name is both a file and a directory ("a" and "a/b").
+  // O(n log n) in the number of names (O(n) when they come in the tree's
+  // order already).  The directories' names must outlive the Tree too.
+  Status Build(std::vector<std::string_view> names,
+               const std::vector<std::string_view>& empty_dirs = {});
 
   uint64_t dir_count() const { return dirs_.size(); }
   uint64_t file_count() const { return names_.size(); }

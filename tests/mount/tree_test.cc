@@ -165,6 +165,48 @@ TEST(TreeTest, DuplicateNamesAreRefused) {
       << s.message();
 }
 
+// A pack's classes without records (--allow-empty) are empty directories,
+// among the others in byte order, wherever they sort.
+TEST(TreeTest, EmptyDirectoriesAreShown) {
+  const std::vector<std::string> names = {"b/1.jpg", "d/2.jpg", "a-z/3.jpg"};
+  const std::vector<std::string> empty = {"c", "a", "e", "c"};  // "c" twice
+  const std::vector<std::string_view> dirs(empty.begin(), empty.end());
+  Tree t;
+  ASSERT_TRUE(
+      t.Build(std::vector<std::string_view>(names.begin(), names.end()), dirs)
+          .ok());
+  EXPECT_EQ(t.file_count(), 3u);
+  EXPECT_EQ(t.dir_count(), 7u);  // the root, a, a-z, b, c, d, e
+  EXPECT_EQ(Listing(t),
+            (std::vector<std::string>{"a/", "a-z/", "a-z/3.jpg", "b/",
+                                      "b/1.jpg", "c/", "d/", "d/2.jpg", "e/"}));
+  const uint64_t c = t.Lookup(Tree::kRootInode, "c");
+  ASSERT_TRUE(t.IsDir(c));
+  EXPECT_EQ(t.ChildCount(c), 0u);
+  EXPECT_EQ(t.SubdirCount(Tree::kRootInode), 6u);
+}
+
+TEST(TreeTest, EmptyDirectoryThatIsAFileIsRefused) {
+  const std::vector<std::string> names = {"a/1.jpg", "top"};
+  const std::vector<std::string> empty = {"top"};
+  Tree t;
+  Status s = t.Build(std::vector<std::string_view>(names.begin(), names.end()),
+                     std::vector<std::string_view>(empty.begin(), empty.end()));
+  ASSERT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.message().find("the class 'top' (no records)"),
+            std::string_view::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("record 1"), std::string_view::npos)
+      << s.message();
+  const std::vector<std::string> bad = {"a/../b"};
+  s = t.Build({}, std::vector<std::string_view>(bad.begin(), bad.end()));
+  ASSERT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.message().find("the class 'a/../b' (no records): name has a "
+                             "'..' component"),
+            std::string_view::npos)
+      << s.message();
+}
+
 TEST(TreeTest, TreeOrderPutsSlashFirst) {
   EXPECT_LT(CompareTreeOrder("a/x", "a-b"), 0);
   EXPECT_LT(CompareTreeOrder("a", "a/b"), 0);

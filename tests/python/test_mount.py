@@ -123,6 +123,32 @@ def test_tree_bytes_stat_and_imagefolder(edge_tree, edge_pack):
             assert ds[i][0].tobytes() == ref[i][0].tobytes() and ds[i][1] == ref[i][1]
 
 
+def test_empty_classes_are_empty_directories(tmp_path):
+    """A pack built with allow_empty keeps its empty classes; the mount
+    shows them as the source tree had them, so ImageFolder there refuses
+    them as it refuses the source tree, and the directories are the
+    classes of MyImageFolder over the pack."""
+    torchvision = pytest.importorskip("torchvision")
+    src = tmp_path / "src"
+    for cls in ("a", "b", "c", "d"):
+        (src / cls).mkdir(parents=True)
+    for cls in ("a", "c"):
+        (src / cls / "x.jpg").write_bytes(cls.encode() * 10)
+    pack = tmp_path / "pack"
+    ufspack.build(str(src), str(pack), allow_empty=True, progress=False)
+    with ufspack.mounted(pack) as root:
+        assert sorted(os.listdir(root)) == ["a", "b", "c", "d"]
+        assert os.listdir(os.path.join(root, "b")) == [] and os.listdir(os.path.join(root, "d")) == []
+        assert os.stat(root).st_nlink == 2 + 4
+        with pytest.raises(FileNotFoundError, match="Found no valid file for the classes b, d"):
+            torchvision.datasets.ImageFolder(str(src))
+        with pytest.raises(FileNotFoundError, match="Found no valid file for the classes b, d"):
+            torchvision.datasets.ImageFolder(root)
+        ds = ufspack.MyImageFolder(str(pack))
+        assert ds.classes == sorted(os.listdir(root))
+        assert ds.targets == [0, 2]
+
+
 def test_zstd_merged_pack(small_tree, tmp_path):
     out = tmp_path / "merged"
     ufspack.build(small_tree, str(out), compress="zstd", parts=2, progress=False)
