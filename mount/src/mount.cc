@@ -2,7 +2,11 @@
 //
 // PackMount: the FUSE session of one mount (fuse_session_new, _mount,
 // _loop_mt, _unmount), and the signals that end it.
+#if defined(UFSPACK_FUSE_LOOP_CONFIG)
+#define FUSE_USE_VERSION 312  // fuse_loop_cfg_set_max_threads
+#else
 #define FUSE_USE_VERSION 35
+#endif
 #include "ufspack/mount.h"
 
 #include <errno.h>
@@ -15,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -217,12 +222,28 @@ Status PackMount::Impl::Run() {
 }
 
 Status PackMount::Impl::Serve() {
+  const unsigned max_threads =
+      static_cast<unsigned>(std::max(1, options_.max_threads));
+  const unsigned idle =
+      std::min(max_threads,
+               static_cast<unsigned>(std::max(1, options_.max_idle_threads)));
+#if defined(UFSPACK_FUSE_LOOP_CONFIG)
+  fuse_loop_config* config = fuse_loop_cfg_create();
+  if (config == nullptr)
+    return Status::IOError("fuse_loop_cfg_create: out of memory");
+  fuse_loop_cfg_set_clone_fd(config, 0);
+  fuse_loop_cfg_set_max_threads(config, max_threads);
+  fuse_loop_cfg_set_idle_threads(config, idle);
+  const int rc = fuse_session_loop_mt(se_, config);
+  fuse_loop_cfg_destroy(config);
+#else
+  (void)max_threads;  // libfuse before 3.12 starts as many as requests wait
   fuse_loop_config config;
   std::memset(&config, 0, sizeof(config));
   config.clone_fd = 0;
-  config.max_idle_threads = static_cast<unsigned>(
-      options_.max_idle_threads > 0 ? options_.max_idle_threads : 16);
+  config.max_idle_threads = idle;
   const int rc = fuse_session_loop_mt(se_, &config);
+#endif
   if (rc < 0) {
     return Status::IOError("serving " + EscapeBytes(mountpoint_) + ": " +
                            std::strerror(-rc));

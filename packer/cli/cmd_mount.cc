@@ -25,7 +25,8 @@ namespace cli {
 
 const char kMountHelp[] =
     R"(Usage: ufspack mount <pack> <mountpoint> [--cache <dir>] [--foreground]
-                     [--read-ahead <size>] [-o <option>[,<option>...]]
+                     [--read-ahead <size>] [--threads <n>]
+                     [-o <option>[,<option>...]]
 
 <pack> is a pack directory, its index.ufs, a merged pack, or a pack URL:
 s3://bucket/prefix (AWS settings from the environment and ~/.aws) or
@@ -64,6 +65,10 @@ Options:
                         off; memory: up to 24 times <size>); files read in
                         another order (shuffled) are read alone.  A pack on
                         a file system is read ahead by the kernel instead
+      --threads <n>     the most requests served at once (default 64, 1 to
+                        1024): reads of many processes wait in parallel for
+                        their GETs (or NFS preads); each busy one holds a
+                        request buffer of about 1 MiB
   -o <options>          FUSE mount options, comma-separated, e.g.
                         allow_other (other users may read the mount; needs
                         user_allow_other in /etc/fuse.conf unless root)
@@ -109,6 +114,7 @@ struct MountArgs {
   std::string pack, mountpoint, cache_dir;
   bool foreground = false;
   uint64_t read_ahead_bytes = uint64_t{4} << 20;
+  int max_threads = 64;
   std::vector<std::string> fuse_options;
 };
 
@@ -133,6 +139,7 @@ int MountPack(const MountArgs& a, bool foreground,
   mo.fuse_options = a.fuse_options;
   mo.fsname = FsName(a.pack);
   mo.read_ahead_bytes = a.read_ahead_bytes;
+  mo.max_threads = a.max_threads;
   // A knob for tests and old kernels: an open file per open (docs/mount.md).
   const char* buffers = getenv("UFSPACK_MOUNT_OPEN_BUFFERS");
   mo.zero_message_opens = buffers == nullptr || *buffers == '\0';
@@ -234,6 +241,8 @@ int CmdMount(const Argv& argv) {
   cl.app().add_flag("-f,--foreground", a.foreground);
   std::string read_ahead;
   cl.app().add_option("--read-ahead", read_ahead);
+  std::string threads;
+  cl.app().add_option("--threads", threads);
   cl.app()
       .add_option("-o", a.fuse_options)
       ->delimiter(',')
@@ -254,6 +263,15 @@ int CmdMount(const Argv& argv) {
                    "to 256M, not '" +
                        Printable(read_ahead) + "'");
     }
+  }
+  if (!threads.empty()) {
+    uint64_t n = 0;
+    if (!ParseUint(threads, &n) || n < 1 || n > 1024) {
+      return Usage("mount",
+                   "--threads takes a whole number from 1 to 1024, not '" +
+                       Printable(threads) + "'");
+    }
+    a.max_threads = static_cast<int>(n);
   }
   if (!a.foreground) return MountInBackground(a);
   std::unique_ptr<PackMount> mount;

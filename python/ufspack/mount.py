@@ -79,6 +79,7 @@ def mounted(
     *,
     options: Sequence[str] = (),
     read_ahead: int | str | None = None,
+    threads: int | None = None,
     timeout: float = 60.0,
 ) -> Iterator[str]:
     """Mounts ``pack`` (a directory, index.ufs, merged pack, ``s3://`` or
@@ -87,7 +88,8 @@ def mounted(
     ``options`` FUSE mount options (``-o``, e.g. ``"allow_other"``),
     ``read_ahead`` the largest read-ahead of a remote pack's files read in
     the pack's order (``--read-ahead``: bytes or a size such as ``"16M"``;
-    0 turns it off; default 4 MiB).
+    0 turns it off; default 4 MiB), ``threads`` the most requests served
+    at once (``--threads``, default 64).
 
     Raises MountError with the command's message when the mount fails or
     is not up within ``timeout`` seconds (the tree of a pack of millions of
@@ -101,6 +103,8 @@ def mounted(
         cmd += ["--cache", os.fspath(cache)]
     if read_ahead is not None:
         cmd += ["--read-ahead", str(read_ahead)]
+    if threads is not None:
+        cmd += ["--threads", str(threads)]
     for option in options:
         cmd += ["-o", option]
     # A file, not a pipe, for stderr: a full pipe would block the mount.

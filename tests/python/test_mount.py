@@ -4,6 +4,7 @@ Skipped (with the reason) where FUSE is unavailable: no /dev/fuse, no
 fusermount3, or a CLI built without mount.  Every wait is bounded.
 """
 
+import concurrent.futures
 import errno
 import json
 import os
@@ -13,7 +14,9 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 
 import pytest
 
@@ -305,6 +308,9 @@ def test_bad_mountpoints_and_packs(small_pack, tmp_path):
     for bad in ("100K", "1G", "lots"):
         r = cli("mount", small_pack, tmp_path / "mnt", "--read-ahead", bad)
         assert r.returncode == 2 and "--read-ahead takes" in r.stderr and bad in r.stderr, r.stderr
+    for bad in ("0", "1025", "-3", "many"):
+        r = cli("mount", small_pack, tmp_path / "mnt", "--threads", bad)
+        assert r.returncode == 2 and "--threads takes" in r.stderr and bad in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize(
@@ -389,11 +395,11 @@ def test_mounted_cleans_up_on_exceptions(small_pack):
 SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "remote", "static_server.py")
 
 
-def serve(root):
-    """static_server.py over `root`: (process, url)."""
+def serve(root, *extra):
+    """static_server.py over `root` (with `extra` options): (process, url)."""
     ready = os.path.join(root, ".ready")
     proc = subprocess.Popen(
-        [sys.executable, SERVER, root, "--port-file", ready],
+        [sys.executable, SERVER, root, "--port-file", ready, *extra],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -440,3 +446,45 @@ def test_http_pack_through_the_cache_and_the_server_gone(small_pack, small_tree,
         if server.poll() is None:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
+
+
+def peak_in_flight(url):
+    with urllib.request.urlopen(url + "/__peak__", timeout=10) as r:
+        return json.load(r)["peak"]
+
+
+@pytest.mark.parametrize("threads", [None, 4], ids=["default", "4"])
+def test_reads_of_many_threads_wait_for_the_server_in_parallel(tmp_path, threads):
+    """24 threads each read a file of a pack on a web server that answers
+    after 50 ms: all 24 GETs are in flight at once by default (libfuse's
+    own cap is 10), at most --threads of them with --threads."""
+    src = tmp_path / "src"
+    for i in range(24):
+        (src / f"c{i % 3}").mkdir(parents=True, exist_ok=True)
+        (src / f"c{i % 3}" / f"{i:02d}.jpg").write_bytes(bytes([i]) * (1000 + i))
+    www = tmp_path / "www"
+    ufspack.build(str(src), str(www / "p"), progress=False)
+    server, url = serve(str(www), "--delay-ms", "50")
+    try:
+        extra = ["--read-ahead", "0"] + (["--threads", str(threads)] if threads else [])
+        with Foreground(url + "/p", tmp_path / "mnt", *extra) as m:
+            paths = sorted(tree_files(m.root).items())
+            assert len(paths) == 24
+            peak_in_flight(url)  # from now on
+            start = threading.Barrier(len(paths))
+
+            def read_one(item):
+                rel, path = item
+                start.wait(timeout=20)
+                return read(path) == read(os.path.join(src, os.fsdecode(rel)))
+
+            with concurrent.futures.ThreadPoolExecutor(len(paths)) as ex:
+                assert all(ex.map(read_one, paths))
+            peak = peak_in_flight(url)
+            if threads is None:
+                assert peak >= 16, peak
+            else:
+                assert peak <= threads, peak
+    finally:
+        server.kill()
+        server.wait()

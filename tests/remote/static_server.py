@@ -6,7 +6,12 @@ the end), a strong ETag of each file's size and mtime, and HTTP/1.1
 keep-alive -- what any static web server (nginx, Apache, S3's website
 endpoint) gives a ufspack pack served over https://.
 
-    static_server.py DIR [--tls CERT KEY] [--port-file FILE]
+    static_server.py DIR [--tls CERT KEY] [--port-file FILE] [--delay-ms MS]
+
+--delay-ms: every GET waits MS milliseconds before it is answered (a
+server far away).  GET /__peak__ answers {"peak": N}, the most GETs of
+files in flight at once since the last such request (for tests of how
+many requests a client keeps in flight).
 
 Prints one line of JSON, {"url": "http://127.0.0.1:PORT", "pid": PID}, once
 it listens (to stdout, and to --port-file if given), then serves until
@@ -22,14 +27,41 @@ import os
 import re
 import ssl
 import sys
+import threading
+import time
 from typing import Optional, Tuple
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
 
+class InFlight:
+    """GETs being answered now, and the most at once since the last peak()."""
+
+    def __init__(self) -> None:
+        self._mu = threading.Lock()
+        self._now = 0
+        self._peak = 0
+
+    def __enter__(self) -> None:
+        with self._mu:
+            self._now += 1
+            self._peak = max(self._peak, self._now)
+
+    def __exit__(self, *exc: object) -> None:
+        with self._mu:
+            self._now -= 1
+
+    def peak(self) -> int:
+        with self._mu:
+            p, self._peak = self._peak, self._now
+            return p
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     root = "."
+    delay_s = 0.0
+    in_flight = InFlight()
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002
         pass
@@ -105,7 +137,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 left -= len(chunk)
 
     def do_GET(self) -> None:  # noqa: N802
-        self._serve()
+        if self.path == "/__peak__":
+            body = json.dumps({"peak": self.in_flight.peak()}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        with self.in_flight:
+            if self.delay_s > 0:
+                time.sleep(self.delay_s)
+            self._serve()
 
     def do_HEAD(self) -> None:  # noqa: N802
         self._serve()
@@ -116,8 +159,10 @@ def main() -> int:
     ap.add_argument("dir")
     ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     ap.add_argument("--port-file")
+    ap.add_argument("--delay-ms", type=float, default=0.0)
     args = ap.parse_args()
     Handler.root = os.path.abspath(args.dir)
+    Handler.delay_s = args.delay_ms / 1000
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     scheme = "http"

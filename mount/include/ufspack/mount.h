@@ -74,8 +74,14 @@ struct MountOptions {
   // included): none.  A pack on a file system (local disk, NFS) is read
   // ahead by the kernel's page cache instead.
   uint64_t read_ahead_bytes = uint64_t{4} << 20;
-  // Idle worker threads libfuse keeps; it starts more as requests wait,
-  // up to its own limit (10 in libfuse 3.14).
+  // The most requests served at once: libfuse's worker threads, started
+  // as requests wait (each blocks for its request's read: a ranged GET of
+  // a remote pack, a pread of NFS), with up to max_idle_threads kept when
+  // idle.  libfuse's own default is 10, which caps a remote pack at 10
+  // GETs in flight however many processes read.  Each busy thread holds a
+  // request buffer (about 1 MiB).  libfuse 3.12 and later; older ones have
+  // no cap.
+  int max_threads = 64;
   int max_idle_threads = 16;
 };
 
