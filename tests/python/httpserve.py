@@ -14,12 +14,13 @@ SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "remote"
 
 
 @contextlib.contextmanager
-def serve(root: str) -> Iterator[str]:
-    """Serves `root` while the block runs; yields its base URL.  The
-    server is killed (its whole process group) on the way out."""
+def serve(root: str, *extra: str) -> Iterator[str]:
+    """Serves `root` while the block runs (static_server.py with `extra`
+    options); yields its base URL.  The server is killed (its whole
+    process group) on the way out."""
     ready = os.path.join(root, ".ready")
     proc = subprocess.Popen(
-        [sys.executable, SERVER, root, "--port-file", ready],
+        [sys.executable, SERVER, root, "--port-file", ready, *extra],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
     try:

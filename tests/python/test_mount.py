@@ -449,8 +449,8 @@ def test_http_pack_through_the_cache_and_the_server_gone(small_pack, small_tree,
 
 
 def peak_in_flight(url):
-    with urllib.request.urlopen(url + "/__peak__", timeout=10) as r:
-        return json.load(r)["peak"]
+    with urllib.request.urlopen(url + "/__stats__", timeout=10) as r:
+        return json.load(r)["peak_in_flight"]
 
 
 @pytest.mark.parametrize("threads", [None, 4], ids=["default", "4"])

@@ -3,12 +3,15 @@
 a local pack, batches are one concurrent fetch, the node-local cache serves
 epoch 2 without a request, errors name the URL."""
 
+import concurrent.futures
 import glob
 import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
+import urllib.request
 
 import pytest
 import torch
@@ -127,6 +130,37 @@ def test_pack_read_many_is_exact_and_batched(web, small_tree):
     # (those within data.ufs's first 4 KiB came with its open).
     assert d["requests"] == 1
     assert 2 <= d["coalesced"] <= len(p)
+
+
+def test_many_threads_keep_their_connections(small_pack, tmp_path):
+    """24 threads read at once, 5 times over, from a server 60 ms away:
+    each thread's requests go out on kept connections, so the server sees
+    about 24 connections, not new ones each round (a pool that kept only
+    16 idle sessions closed the others' connections after every round: 58
+    connections)."""
+    shutil.copytree(small_pack, tmp_path / "small.ufspack")
+    with httpserve.serve(str(tmp_path), "--delay-ms", "60") as url:
+        p = ufspack.Pack(url + "/small.ufspack")
+        want = [p.read(i) for i in range(len(p))]
+
+        def stats():
+            with urllib.request.urlopen(url + "/__stats__", timeout=10) as r:
+                return json.load(r)
+
+        before = stats()["connections"]
+        threads = len(p)  # 24, a record each
+        for _ in range(5):
+            start = threading.Barrier(threads)
+
+            def read(k, start=start):
+                start.wait(timeout=20)
+                return p.read(k) == want[k]
+
+            with concurrent.futures.ThreadPoolExecutor(threads) as ex:
+                assert all(ex.map(read, range(threads)))
+        s = stats()
+        assert s["peak_in_flight"] > 16, s  # more at once than the old pool kept
+        assert s["connections"] - before <= threads + 4, s
 
 
 def test_missing_pack_names_the_url(web):

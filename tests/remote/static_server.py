@@ -9,9 +9,11 @@ endpoint) gives a ufspack pack served over https://.
     static_server.py DIR [--tls CERT KEY] [--port-file FILE] [--delay-ms MS]
 
 --delay-ms: every GET waits MS milliseconds before it is answered (a
-server far away).  GET /__peak__ answers {"peak": N}, the most GETs of
-files in flight at once since the last such request (for tests of how
-many requests a client keeps in flight).
+server far away).  GET /__stats__ answers {"peak_in_flight": N,
+"connections": M}: the most GETs of files in flight at once since the last
+such request, and the connections accepted since the server started (for
+tests of how many requests a client keeps in flight, and whether it
+reuses its connections).
 
 Prints one line of JSON, {"url": "http://127.0.0.1:PORT", "pid": PID}, once
 it listens (to stdout, and to --port-file if given), then serves until
@@ -35,12 +37,18 @@ _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
 
 class InFlight:
-    """GETs being answered now, and the most at once since the last peak()."""
+    """GETs being answered now, the most at once since the last peak(), and
+    the connections accepted."""
 
     def __init__(self) -> None:
         self._mu = threading.Lock()
         self._now = 0
         self._peak = 0
+        self.connections = 0
+
+    def connected(self) -> None:
+        with self._mu:
+            self.connections += 1
 
     def __enter__(self) -> None:
         with self._mu:
@@ -65,6 +73,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002
         pass
+
+    def setup(self) -> None:  # once per connection (keep-alive serves many requests)
+        super().setup()
+        self.in_flight.connected()
 
     def _file(self) -> Optional[Tuple[str, os.stat_result]]:
         rel = self.path.split("?", 1)[0].lstrip("/")
@@ -137,8 +149,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 left -= len(chunk)
 
     def do_GET(self) -> None:  # noqa: N802
-        if self.path == "/__peak__":
-            body = json.dumps({"peak": self.in_flight.peak()}).encode()
+        if self.path == "/__stats__":
+            stats = {"peak_in_flight": self.in_flight.peak(), "connections": self.in_flight.connections}
+            body = json.dumps(stats).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -154,6 +167,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self._serve()
 
 
+class Server(http.server.ThreadingHTTPServer):
+    # A listen backlog for many clients connecting at once (the default, 5,
+    # drops their SYNs, and each retries a second later).
+    request_queue_size = 128
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dir")
@@ -163,7 +182,7 @@ def main() -> int:
     args = ap.parse_args()
     Handler.root = os.path.abspath(args.dir)
     Handler.delay_s = args.delay_ms / 1000
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = Server(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     scheme = "http"
     if args.tls:
