@@ -8,14 +8,19 @@
 The tree is the photos of ../shared/data (3,000 JPEGs, extracted), packed
 with ``ufspack build`` and archived with ``tar -cf`` for ratarmount
 (``PEERS=ratarmount bench/install-peers.sh``; skipped and said so when it
-is not installed).  Five measurements:
+is not installed).  Six measurements:
 
   reads    random whole-file reads of every file, in one shuffled order, on
-           --threads threads, warm (every file read once just before), as
-           Python reads a file (open(p, "rb").read(): isatty, fstat, lseek,
-           read) and as C programs do (open, read, close): the loose files
-           on local disk, the same files through ``ufspack mount`` of the
-           local pack, and through ratarmount of the tar
+           --threads threads, warm (every file read once just before), five
+           ways: on Python threads as Python reads a file (open(p,
+           "rb").read(): isatty, fstat, lseek, read), the same unbuffered
+           (no isatty) and as C programs do (os.open, os.read, os.close),
+           and the first and last sequences of calls
+           on threads of a compiled program (bench/file_reads.cc, built
+           with -DUFSPACK_BUILD_BENCHMARKS=ON; left out without it), where
+           no interpreter lock caps the rate: the loose files on local
+           disk, the same files through ``ufspack mount`` of the local
+           pack, and through ratarmount of the tar
   first    the same random reads (every file once, shuffled, --threads
            threads) through a fresh mount of the pack and of the tar whose
            file is in the page cache: what each mount does per file
@@ -30,7 +35,12 @@ is not installed).  Five measurements:
   s3       (as root) the pack on SeaweedFS behind the same --delay-ms
            (bench/remote_bench.py's server), mounted as s3://: every file
            read in order by one thread and by ImageFolder, with read-ahead
-           and with --read-ahead 0, and ImageFolder shuffled
+           and with --read-ahead 0, ImageFolder shuffled, and every file
+           once, shuffled, by 32 threads with --threads 64 (the default)
+           and 10 (libfuse's own cap)
+  far      the pack on tests/remote/static_server.py answering each GET
+           after 20 ms, mounted as http://: 1,024 files, shuffled, read by
+           32 threads with --threads 64 (the default) and 10
   find     (--million) ``find MOUNTPOINT | wc -l`` over a pack of 1,000,000
            records (1,000 directories; written with ufspack.Writer)
 
@@ -42,6 +52,7 @@ mount only (for the test suite).
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import os
 import random
 import shutil
@@ -49,6 +60,7 @@ import statistics
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from typing import Any, Callable, Dict, List
 
@@ -96,6 +108,13 @@ def read_python(path: str) -> int:
         return len(f.read())
 
 
+def read_python_unbuffered(path: str) -> int:
+    """The same with buffering=0: open() then asks no isatty() (CPython
+    calls it only to choose a buffer), so a FUSE file costs no round trip."""
+    with open(path, "rb", buffering=0) as f:
+        return len(f.read())
+
+
 def read_posix(path: str) -> int:
     """As C programs read a file (cat, OpenCV's imread): open, read to the
     end, close."""
@@ -111,25 +130,79 @@ def read_posix(path: str) -> int:
         os.close(fd)
 
 
-READERS = {"python": read_python, "posix": read_posix}
+def file_reads_exe() -> str:
+    """bench/file_reads.cc, built with -DUFSPACK_BUILD_BENCHMARKS=ON."""
+    return os.environ.get("UFSPACK_FILE_READS") or os.path.join(ROOT, "build", "bench", "file_reads")
+
+
+def python_threads(read: Callable[[str], int]) -> Callable[[List[str], int, bool], float]:
+    """A way of reading: `read` on each of `paths` on `threads` Python
+    threads, one untimed pass first when `warm`; files/s of the timed one."""
+
+    def run(paths: List[str], threads: int, warm: bool) -> float:
+        with concurrent.futures.ThreadPoolExecutor(threads) as ex:
+            if warm:
+                sum(ex.map(read, paths))
+            t0 = time.perf_counter()
+            sum(ex.map(read, paths))
+            return len(paths) / (time.perf_counter() - t0)
+
+    return run
+
+
+def compiled(calls: str) -> Callable[[List[str], int, bool], float]:
+    """A way of reading: bench/file_reads (a compiled program, no
+    interpreter lock) with --calls `calls`; warm: one untimed pass, then 5
+    timed ones (a pass over cached files takes milliseconds)."""
+
+    def run(paths: List[str], threads: int, warm: bool) -> float:
+        with tempfile.NamedTemporaryFile("w", suffix=".list") as f:
+            f.write("".join(p + "\n" for p in paths))
+            f.flush()
+            passes = ["--warm", "1", "--timed", "5"] if warm else ["--warm", "0", "--timed", "1"]
+            out = subprocess.run([file_reads_exe(), f.name, "--threads", str(threads), "--calls", calls, *passes],
+                                 check=True, capture_output=True, text=True)
+        return float(json.loads(out.stdout)["files_s"])
+
+    return run
+
+
+# The ways of reading, by the name the results use: Python threads as
+# Python programs read (PIL, torchvision's loader) and as a C-style loop in
+# Python, then a compiled program making the same two sequences of calls.
+READERS = {
+    "python": python_threads(read_python),
+    "python_unbuffered": python_threads(read_python_unbuffered),
+    "posix": python_threads(read_posix),
+    "c": compiled("c"),
+    "c_python_calls": compiled("python"),
+}
+READER_LABELS = {
+    "python": "Python threads, open(p, 'rb').read()",
+    "python_unbuffered": "Python threads, open(p, 'rb', buffering=0).read()",
+    "posix": "Python threads, os.open/os.read/os.close",
+    "c": "C++ threads, open/read/close",
+    "c_python_calls": "C++ threads, Python's calls (open, isatty, fstat, lseek, read, close)",
+}
+
+
+def readers() -> List[str]:
+    """The ways of reading this machine has (the compiled ones need
+    build/bench/file_reads)."""
+    return [how for how in READERS if not how.startswith("c") or os.access(file_reads_exe(), os.X_OK)]
 
 
 def random_reads(root: str, threads: int, how: str, seed: int = 1) -> float:
-    """Files/s of reading every file under `root` once, shuffled, on
-    `threads` threads with READERS[how], after one warming pass."""
+    """Files/s of reading every file under `root`, shuffled, on `threads`
+    threads with READERS[how], warm (after one untimed pass)."""
     paths = files_under(root)
     random.Random(seed).shuffle(paths)
-    read = READERS[how]
-    with concurrent.futures.ThreadPoolExecutor(threads) as ex:
-        sum(ex.map(read, paths))  # warm
-        t0 = time.perf_counter()
-        sum(ex.map(read, paths))
-        return len(paths) / (time.perf_counter() - t0)
+    return READERS[how](paths, threads, True)
 
 
 def reads_of(root: str, threads: int, repeat: int) -> Dict[str, Any]:
     """random_reads of `root`, medians of `repeat`, each way of reading."""
-    return {how: median_of(repeat, lambda how=how: random_reads(root, threads, how)) for how in READERS}
+    return {how: median_of(repeat, lambda how=how: random_reads(root, threads, how)) for how in readers()}
 
 
 def first_reads(mount: Callable[[], Any], source: str, threads: int, repeat: int) -> Dict[str, Any]:
@@ -146,13 +219,9 @@ def first_reads(mount: Callable[[], Any], source: str, threads: int, repeat: int
         with mount() as root:
             paths = files_under(root)
             random.Random(2).shuffle(paths)
-            read = READERS[how]
-            with concurrent.futures.ThreadPoolExecutor(threads) as ex:
-                t0 = time.perf_counter()
-                sum(ex.map(read, paths))
-                return len(paths) / (time.perf_counter() - t0)
+            return READERS[how](paths, threads, False)
 
-    return {how: median_of(repeat, lambda how=how: run(how)) for how in READERS}
+    return {how: median_of(repeat, lambda how=how: run(how)) for how in readers()}
 
 
 class Ratarmount:
@@ -313,9 +382,16 @@ def s3_runs(src: str, work: str, args: Any) -> Dict[str, Any]:
         os.environ.update(server.env(server.endpoint))
         url = f"s3://{remote_bench.BUCKET}/photos"
 
-        def run(fn: Callable[[str], Any], read_ahead: Any) -> Any:
-            with ufspack.mounted(url, read_ahead=read_ahead) as root:
+        def run(fn: Callable[[str], Any], read_ahead: Any, threads: Any = None) -> Any:
+            with ufspack.mounted(url, read_ahead=read_ahead, threads=threads) as root:
                 return fn(root)
+
+        how = "c" if "c" in readers() else "posix"
+
+        def many_readers(root: str) -> float:  # every file once, shuffled, on 32 threads
+            paths = files_under(root)
+            random.Random(3).shuffle(paths)
+            return READERS[how](paths, 32, False)
 
         res: Dict[str, Any] = {}
         for label, ra in (("read_ahead", None), ("no_read_ahead", 0)):
@@ -326,11 +402,52 @@ def s3_runs(src: str, work: str, args: Any) -> Dict[str, Any]:
             }
         res["shuffled"] = medians_of(args.repeat, lambda: run(
             lambda root: imagefolder_epoch(root, args.workers, True), None))
+        # The mount's --threads (default 64) against libfuse's own cap of 10.
+        res["many_readers"] = {"reader": how, **{
+            label: median_of(args.repeat, lambda t=t: run(many_readers, None, t))
+            for label, t in (("threads_64", None), ("threads_10", 10))}}
         return res
     finally:
         os.environ.clear()
         os.environ.update(saved)
         server.stop()
+
+
+def far_server_runs(src: str, args: Any) -> Dict[str, Any]:
+    """The pack on tests/remote/static_server.py answering every GET after
+    20 ms (a server far away that is never the bottleneck, unlike
+    SeaweedFS on this machine's own cores), mounted as http://: 1,024
+    files, shuffled, each read once by 32 threads, with --threads 64 (the
+    default) and 10 (libfuse's own cap); a fresh mount each run."""
+    import ufspack
+
+    server = os.path.join(ROOT, "tests", "remote", "static_server.py")
+    ready = os.path.join(src, ".ready")
+    if os.path.exists(ready):
+        os.remove(ready)
+    proc = subprocess.Popen([sys.executable, server, src, "--port-file", ready, "--delay-ms", "20"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.exists(ready):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("static_server.py did not start")
+            time.sleep(0.05)
+        with open(ready) as f:
+            url = json.load(f)["url"] + "/photos.ufspack"
+        how = "c" if "c" in readers() else "posix"
+
+        def run(threads: Any) -> float:
+            with ufspack.mounted(url, threads=threads) as root:
+                paths = files_under(root)
+                random.Random(4).shuffle(paths)
+                return READERS[how](paths[:1024], 32, False)
+
+        return {"reader": how, **{label: median_of(args.repeat, lambda t=t: run(t))
+                                  for label, t in (("threads_64", None), ("threads_10", 10))}}
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def million_find(work: str, repeat: int) -> Dict[str, Any]:
@@ -400,12 +517,15 @@ def main() -> int:
         results["s3"] = s3_runs(src, args.work, args)
     elif not args.smoke:
         skipped["slowfs"] = skipped["s3"] = "needs root"
+    if not args.smoke:
+        results["far_server"] = far_server_runs(src, args)
     if args.million:
         results["find_1m"] = million_find(args.work, args.repeat)
     results["skipped"] = skipped
 
     lines = [f"{files:,} files, random whole-file reads on {args.threads} threads, warm, "
-             f"medians of {args.repeat}; python: open(p, 'rb').read(), posix: os.open/os.read/os.close", "",
+             f"medians of {args.repeat}; readers: "
+             + "; ".join(f"{how}: {READER_LABELS[how]}" for how in reads["loose"]), "",
              "| files read from | reader | files/s | / loose files on local disk | mount / it |",
              "|---|---|---|---|---|"]
     for name, r in reads.items():
@@ -419,7 +539,7 @@ def main() -> int:
                   f"every file once, shuffled, {args.threads} threads, medians of {args.repeat}:", "",
                   "| reader | mount files/s | ratarmount files/s | mount / ratarmount "
                   "| mount / loose files on local disk (warm) |", "|---|---|---|---|---|"]
-        for how in READERS:
+        for how in fr["mount"]:
             mo, ra = fr["mount"][how]["files_s"], fr["ratarmount"][how]["files_s"]
             lines.append(f"| {how} | {mo:,.0f} | {ra:,.0f} | {mo / ra:.2f}x | "
                          f"{mo / reads['loose'][how]['files_s']:.2f}x |")
@@ -453,6 +573,18 @@ def main() -> int:
         sh = s["shuffled"]
         lines.append(f"| ImageFolder, shuffled | {sh['epoch']['files_s']:,.0f} / "
                      f"{sh['after_first_batch']['files_s']:,.0f} | | |")
+        mr = s["many_readers"]
+        a64, a10 = mr["threads_64"]["files_s"], mr["threads_10"]["files_s"]
+        lines += ["", f"Every file once, shuffled, 32 reader threads ({READER_LABELS[mr['reader']]}), a fresh "
+                  f"mount each run: --threads 64 (the default) {a64:,.0f} files/s, --threads 10 (libfuse's "
+                  f"own cap) {a10:,.0f} files/s: {a64 / a10:.2f}x"]
+    if "far_server" in results:
+        fs = results["far_server"]
+        a64, a10 = fs["threads_64"]["files_s"], fs["threads_10"]["files_s"]
+        lines += ["", f"The pack on a web server answering after 20 ms (tests/remote/static_server.py), mounted "
+                  f"as http://, 1,024 files, shuffled, 32 reader threads ({READER_LABELS[fs['reader']]}), a fresh "
+                  f"mount each run: --threads 64 (the default) {a64:,.0f} files/s, --threads 10 {a10:,.0f} "
+                  f"files/s: {a64 / a10:.2f}x"]
     if "find_1m" in results:
         lines += ["", f"find | wc -l over 1,000,000 records: {results['find_1m']['seconds']:.2f} s "
                   f"(runs {', '.join(f'{x:.2f}' for x in results['find_1m']['runs'])})"]
