@@ -361,6 +361,24 @@ def sequential_reads(root: str) -> float:
     return len(paths) / (time.perf_counter() - t0)
 
 
+def threads_compared(url: str, files: int, repeat: int) -> Dict[str, Any]:
+    """Files/s of `files` files of the pack at `url`, shuffled, each read
+    once by 32 threads through a fresh mount, with --threads 64 (the
+    default) and 10 (libfuse's own cap); medians of `repeat`."""
+    import ufspack
+
+    how = "c" if "c" in readers() else "posix"
+
+    def run(threads: Any) -> float:
+        with ufspack.mounted(url, threads=threads) as root:
+            paths = files_under(root)
+            random.Random(3).shuffle(paths)
+            return READERS[how](paths[:files], 32, False)
+
+    return {"reader": how, **{label: median_of(repeat, lambda t=t: run(t))
+                              for label, t in (("threads_64", None), ("threads_10", 10))}}
+
+
 def s3_runs(src: str, work: str, args: Any) -> Dict[str, Any]:
     """The pack on SeaweedFS (bench/remote_bench.py's server, --delay-ms one
     way away in slowfs.sh's network namespace), mounted as s3://: read in
@@ -382,16 +400,9 @@ def s3_runs(src: str, work: str, args: Any) -> Dict[str, Any]:
         os.environ.update(server.env(server.endpoint))
         url = f"s3://{remote_bench.BUCKET}/photos"
 
-        def run(fn: Callable[[str], Any], read_ahead: Any, threads: Any = None) -> Any:
-            with ufspack.mounted(url, read_ahead=read_ahead, threads=threads) as root:
+        def run(fn: Callable[[str], Any], read_ahead: Any) -> Any:
+            with ufspack.mounted(url, read_ahead=read_ahead) as root:
                 return fn(root)
-
-        how = "c" if "c" in readers() else "posix"
-
-        def many_readers(root: str) -> float:  # every file once, shuffled, on 32 threads
-            paths = files_under(root)
-            random.Random(3).shuffle(paths)
-            return READERS[how](paths, 32, False)
 
         res: Dict[str, Any] = {}
         for label, ra in (("read_ahead", None), ("no_read_ahead", 0)):
@@ -403,9 +414,7 @@ def s3_runs(src: str, work: str, args: Any) -> Dict[str, Any]:
         res["shuffled"] = medians_of(args.repeat, lambda: run(
             lambda root: imagefolder_epoch(root, args.workers, True), None))
         # The mount's --threads (default 64) against libfuse's own cap of 10.
-        res["many_readers"] = {"reader": how, **{
-            label: median_of(args.repeat, lambda t=t: run(many_readers, None, t))
-            for label, t in (("threads_64", None), ("threads_10", 10))}}
+        res["many_readers"] = threads_compared(url, len(files_under(os.path.join(src, "tree"))), args.repeat)
         return res
     finally:
         os.environ.clear()
@@ -416,38 +425,13 @@ def s3_runs(src: str, work: str, args: Any) -> Dict[str, Any]:
 def far_server_runs(src: str, args: Any) -> Dict[str, Any]:
     """The pack on tests/remote/static_server.py answering every GET after
     20 ms (a server far away that is never the bottleneck, unlike
-    SeaweedFS on this machine's own cores), mounted as http://: 1,024
-    files, shuffled, each read once by 32 threads, with --threads 64 (the
-    default) and 10 (libfuse's own cap); a fresh mount each run."""
-    import ufspack
+    SeaweedFS on this machine's own cores), mounted as http://:
+    threads_compared over 1,024 files."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+    import httpserve
 
-    server = os.path.join(ROOT, "tests", "remote", "static_server.py")
-    ready = os.path.join(src, ".ready")
-    if os.path.exists(ready):
-        os.remove(ready)
-    proc = subprocess.Popen([sys.executable, server, src, "--port-file", ready, "--delay-ms", "20"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while not os.path.exists(ready):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("static_server.py did not start")
-            time.sleep(0.05)
-        with open(ready) as f:
-            url = json.load(f)["url"] + "/photos.ufspack"
-        how = "c" if "c" in readers() else "posix"
-
-        def run(threads: Any) -> float:
-            with ufspack.mounted(url, threads=threads) as root:
-                paths = files_under(root)
-                random.Random(4).shuffle(paths)
-                return READERS[how](paths[:1024], 32, False)
-
-        return {"reader": how, **{label: median_of(args.repeat, lambda t=t: run(t))
-                                  for label, t in (("threads_64", None), ("threads_10", 10))}}
-    finally:
-        proc.kill()
-        proc.wait()
+    with httpserve.serve(src, "--delay-ms", "20") as url:
+        return threads_compared(url + "/photos.ufspack", 1024, args.repeat)
 
 
 def million_find(work: str, repeat: int) -> Dict[str, Any]:

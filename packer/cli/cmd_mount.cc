@@ -113,8 +113,9 @@ namespace {
 struct MountArgs {
   std::string pack, mountpoint, cache_dir;
   bool foreground = false;
-  uint64_t read_ahead_bytes = uint64_t{4} << 20;
-  int max_threads = 64;
+  // The library's defaults, changed by --read-ahead and --threads.
+  uint64_t read_ahead_bytes = MountOptions{}.read_ahead_bytes;
+  int max_threads = MountOptions{}.max_threads;
   std::vector<std::string> fuse_options;
 };
 

@@ -8,7 +8,8 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Iterator
+import urllib.request
+from typing import Dict, Iterator
 
 SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "remote", "static_server.py")
 
@@ -19,6 +20,8 @@ def serve(root: str, *extra: str) -> Iterator[str]:
     options); yields its base URL.  The server is killed (its whole
     process group) on the way out."""
     ready = os.path.join(root, ".ready")
+    if os.path.exists(ready):  # an earlier server's: its URL is stale
+        os.remove(ready)
     proc = subprocess.Popen(
         [sys.executable, SERVER, root, "--port-file", ready, *extra],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
@@ -34,3 +37,10 @@ def serve(root: str, *extra: str) -> Iterator[str]:
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+def stats(url: str) -> Dict[str, int]:
+    """The server's GET /__stats__: the most GETs in flight at once since
+    the last call ("peak_in_flight") and the connections it has accepted."""
+    with urllib.request.urlopen(url + "/__stats__", timeout=10) as r:
+        return json.load(r)

@@ -16,11 +16,11 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
 import pytest
 
 import fusecheck
+import httpserve
 import ufspack
 
 CLI = fusecheck.CLI
@@ -395,11 +395,11 @@ def test_mounted_cleans_up_on_exceptions(small_pack):
 SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "remote", "static_server.py")
 
 
-def serve(root, *extra):
-    """static_server.py over `root` (with `extra` options): (process, url)."""
+def serve(root):
+    """static_server.py over `root`: (process, url)."""
     ready = os.path.join(root, ".ready")
     proc = subprocess.Popen(
-        [sys.executable, SERVER, root, "--port-file", ready, *extra],
+        [sys.executable, SERVER, root, "--port-file", ready],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -448,11 +448,6 @@ def test_http_pack_through_the_cache_and_the_server_gone(small_pack, small_tree,
             server.wait()
 
 
-def peak_in_flight(url):
-    with urllib.request.urlopen(url + "/__stats__", timeout=10) as r:
-        return json.load(r)["peak_in_flight"]
-
-
 @pytest.mark.parametrize("threads", [None, 4], ids=["default", "4"])
 def test_reads_of_many_threads_wait_for_the_server_in_parallel(tmp_path, threads):
     """24 threads each read a file of a pack on a web server that answers
@@ -464,13 +459,12 @@ def test_reads_of_many_threads_wait_for_the_server_in_parallel(tmp_path, threads
         (src / f"c{i % 3}" / f"{i:02d}.jpg").write_bytes(bytes([i]) * (1000 + i))
     www = tmp_path / "www"
     ufspack.build(str(src), str(www / "p"), progress=False)
-    server, url = serve(str(www), "--delay-ms", "50")
-    try:
+    with httpserve.serve(str(www), "--delay-ms", "50") as url:
         extra = ["--read-ahead", "0"] + (["--threads", str(threads)] if threads else [])
         with Foreground(url + "/p", tmp_path / "mnt", *extra) as m:
             paths = sorted(tree_files(m.root).items())
             assert len(paths) == 24
-            peak_in_flight(url)  # from now on
+            httpserve.stats(url)  # the peak from now on
             start = threading.Barrier(len(paths))
 
             def read_one(item):
@@ -480,11 +474,8 @@ def test_reads_of_many_threads_wait_for_the_server_in_parallel(tmp_path, threads
 
             with concurrent.futures.ThreadPoolExecutor(len(paths)) as ex:
                 assert all(ex.map(read_one, paths))
-            peak = peak_in_flight(url)
+            peak = httpserve.stats(url)["peak_in_flight"]
             if threads is None:
                 assert peak >= 16, peak
             else:
                 assert peak <= threads, peak
-    finally:
-        server.kill()
-        server.wait()

@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import urllib.request
 
 import pytest
 import torch
@@ -143,11 +142,7 @@ def test_many_threads_keep_their_connections(small_pack, tmp_path):
         p = ufspack.Pack(url + "/small.ufspack")
         want = [p.read(i) for i in range(len(p))]
 
-        def stats():
-            with urllib.request.urlopen(url + "/__stats__", timeout=10) as r:
-                return json.load(r)
-
-        before = stats()["connections"]
+        before = httpserve.stats(url)["connections"]
         threads = len(p)  # 24, a record each
         for _ in range(5):
             start = threading.Barrier(threads)
@@ -158,7 +153,7 @@ def test_many_threads_keep_their_connections(small_pack, tmp_path):
 
             with concurrent.futures.ThreadPoolExecutor(threads) as ex:
                 assert all(ex.map(read, range(threads)))
-        s = stats()
+        s = httpserve.stats(url)
         assert s["peak_in_flight"] > 16, s  # more at once than the old pool kept
         assert s["connections"] - before <= threads + 4, s
 
