@@ -343,7 +343,7 @@ FileSystem::FileSystem(const Reader* reader, const Tree* tree, int64_t mtime,
       uid_(getuid()),
       gid_(getgid()),
       allow_zero_message_opens_(allow_zero_message_opens),
-      log_(std::move(log)),
+      log_(std::move(log), std::chrono::seconds(kQuietSeconds)),
       sequential_reads_(reader, read_ahead_bytes) {}
 
 const fuse_lowlevel_ops* FileSystem::Ops() {
@@ -367,8 +367,10 @@ int FileSystem::Stat(uint64_t ino, struct stat* st) const {
   Record r;
   Status s = reader_->GetRecord(tree_->RecordOf(ino), &r);
   if (!s.ok()) {
-    log_("stat of record " + std::to_string(tree_->RecordOf(ino)) +
-         " failed (EIO): " + EscapeBytes(s.message()));
+    stats_.stat_errors.fetch_add(1, std::memory_order_relaxed);
+    log_.Report(tree_->RecordOf(ino),
+                "stat of record " + std::to_string(tree_->RecordOf(ino)) +
+                    " failed (EIO): " + EscapeBytes(s.message()));
     return EIO;
   }
   st->st_mode = S_IFREG | 0444;
@@ -382,8 +384,10 @@ int FileSystem::Length(uint64_t ino, uint64_t* length) const {
   Record r;
   Status s = reader_->GetRecord(tree_->RecordOf(ino), &r);
   if (!s.ok()) {
-    log_("EIO: record " + std::to_string(tree_->RecordOf(ino)) + ": " +
-         EscapeBytes(s.message()));
+    stats_.stat_errors.fetch_add(1, std::memory_order_relaxed);
+    log_.Report(tree_->RecordOf(ino), "EIO: record " +
+                                          std::to_string(tree_->RecordOf(ino)) +
+                                          ": " + EscapeBytes(s.message()));
     return EIO;
   }
   *length = r.original_length;
@@ -398,12 +402,19 @@ int FileSystem::ReadRecord(uint64_t ino, std::string* out) const {
   if (s.ok()) s = sequential_reads_.Read(r, out);
   if (s.ok()) return 0;
   stats_.read_errors.fetch_add(1, std::memory_order_relaxed);
+  // The reader's own errors (a checksum mismatch) name the file, record
+  // and offset already; others (storage unreachable) get them here.
+  const std::string message = EscapeBytes(s.message());
   std::string where = "record " + std::to_string(i) + " '" +
                       EscapeBytes(tree_->PathOf(ino)) + "'";
-  if (reader_->info().part_count > 0)
-    where += " (part " + std::to_string(r.part) + ")";
-  log_("EIO: " + where + " at offset " + std::to_string(r.offset) + "+" +
-       std::to_string(r.stored_length) + ": " + EscapeBytes(s.message()));
+  if (message.find(where) != std::string::npos) {
+    log_.Report(i, "EIO: " + message);
+  } else {
+    if (reader_->info().part_count > 0)
+      where += " (part " + std::to_string(r.part) + ")";
+    log_.Report(i, "EIO: " + where + " at offset " + std::to_string(r.offset) +
+                       "+" + std::to_string(r.stored_length) + ": " + message);
+  }
   out->clear();
   return EIO;
 }

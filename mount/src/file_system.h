@@ -25,6 +25,7 @@
 #include <functional>
 #include <string>
 
+#include "error_log.h"
 #include "recent_records.h"
 #include "sequential_reads.h"
 #include "tree.h"
@@ -39,6 +40,7 @@ namespace mount {
 struct FileSystemStats {
   std::atomic<uint64_t> record_reads{0};  // Reader::Read calls
   std::atomic<uint64_t> read_errors{0};   // of which failed (EIO)
+  std::atomic<uint64_t> stat_errors{0};   // record entries unreadable (EIO)
 };
 
 class FileSystem {
@@ -61,7 +63,8 @@ class FileSystem {
 
   // Reads the whole record of file `ino` into *out (one Reader::Read, or
   // from a read-ahead window: SequentialReads).  EIO (and a log line naming the
-  // record, its offset and the error) when it fails; 0 when done.
+  // record, its offset and the error: ErrorLog, one per failure of a record
+  // within kQuietSeconds) when it fails; 0 when done.
   int ReadRecord(uint64_t ino, std::string* out) const;
 
   // Zero-message opens (FUSE_CAP_NO_OPEN_SUPPORT, Linux 4.19+): open()
@@ -82,6 +85,14 @@ class FileSystem {
   const Tree& tree() const { return *tree_; }
   const Reader& reader() const { return *reader_; }
   const FileSystemStats& stats() const { return stats_; }
+  const SequentialReadStats& read_ahead_stats() const {
+    return sequential_reads_.stats();
+  }
+  ErrorLog& log() const { return log_; }
+
+  // A record failing again within this many seconds of its last log line
+  // is counted, not logged (ErrorLog).
+  static constexpr int kQuietSeconds = 10;
 
  private:
   const Reader* reader_;
@@ -92,7 +103,7 @@ class FileSystem {
   const bool allow_zero_message_opens_;
   std::atomic<bool> zero_message_opens_{false};
   std::atomic<bool> zero_message_opendirs_{false};
-  std::function<void(const std::string&)> log_;
+  mutable ErrorLog log_;  // thread-safe
   mutable FileSystemStats stats_;
   mutable SequentialReads sequential_reads_;  // thread-safe
   RecentRecords recent_{64};

@@ -129,6 +129,7 @@ class PackMount::Impl {
 
  private:
   Status Serve();
+  void LogSummary();
 
   std::unique_ptr<Reader> reader_;
   std::string mountpoint_;
@@ -218,7 +219,31 @@ Status PackMount::Impl::Run() {
   close(fds[0]);
   close(fds[1]);
   Close();
+  LogSummary();
   return s;
+}
+
+// One line at the end, the mount's FileSystemStats: what it served and
+// how many reads failed (their lines are in the log above it).
+void PackMount::Impl::LogSummary() {
+  const mount::FileSystemStats& st = fs_->stats();
+  const mount::SequentialReadStats& ra = fs_->read_ahead_stats();
+  std::string line = "unmounted " + EscapeBytes(abs_mountpoint_) + ": " +
+                     std::to_string(st.record_reads.load()) + " record reads";
+  if (ra.windows.load() > 0) {
+    line += " (" + std::to_string(ra.reads_from_windows.load()) + " from " +
+            std::to_string(ra.windows.load()) + " read-ahead windows)";
+  }
+  line += ", " + std::to_string(st.read_errors.load()) + " failed";
+  if (st.stat_errors.load() > 0) {
+    line += ", " + std::to_string(st.stat_errors.load()) +
+            " record entries unreadable";
+  }
+  if (fs_->log().suppressed() > 0) {
+    line += " (" + std::to_string(fs_->log().suppressed()) +
+            " repeated failures not logged)";
+  }
+  fs_->log().Write(line);
 }
 
 Status PackMount::Impl::Serve() {

@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,7 +26,7 @@ namespace cli {
 
 const char kMountHelp[] =
     R"(Usage: ufspack mount <pack> <mountpoint> [--cache <dir>] [--foreground]
-                     [--read-ahead <size>] [--threads <n>]
+                     [--log-file <file>] [--read-ahead <size>] [--threads <n>]
                      [-o <option>[,<option>...]]
 
 <pack> is a pack directory, its index.ufs, a merged pack, or a pack URL:
@@ -39,17 +40,20 @@ is read from data.ufs); reading a file reads its record with one request
 (checksummed, decompressed); a remote pack's files read one after the
 other in the pack's order (a directory's files in name order) are read
 ahead, many with one request (--read-ahead).  A damaged or unreachable
-record gives EIO and a log line naming it; writes fail with EROFS.  Names
+record gives EIO and a log line naming it (once per 10 s for a record
+that keeps failing, with the count of repeats); on unmount a last line
+counts the reads served and failed.  Writes fail with EROFS.  Names
 that cannot be paths (empty components, '.', '..', a NUL byte) are
 refused at mount.
 
 Without --foreground the command returns once the file system is mounted
 (errors are reported first) and a background process serves it, logging
-to syslog; unmount with 'ufspack umount <mountpoint>' or 'fusermount3 -u
-<mountpoint>'.  With --foreground it serves until unmounted or
-interrupted: Ctrl-C (SIGINT, SIGTERM, SIGHUP) unmounts and exits 0 (with
-files of the mount still open, they are read to the end first; a second
-Ctrl-C exits at once).
+to syslog (or --log-file; where there is no syslog, as in most
+containers, it says so and the lines are lost); unmount with 'ufspack
+umount <mountpoint>' or 'fusermount3 -u <mountpoint>'.  With
+--foreground it serves until unmounted or interrupted: Ctrl-C (SIGINT,
+SIGTERM, SIGHUP) unmounts and exits 0 (with files of the mount still
+open, they are read to the end first; a second Ctrl-C exits at once).
 
 Options:
       --cache <dir>     read through the node-local cache <dir> (see
@@ -57,6 +61,9 @@ Options:
                         others are read and cached; cached records keep
                         reading while the pack's storage is unreachable
   -f, --foreground      stay attached; log lines on stderr
+      --log-file <file> append the log lines to <file> (created if need
+                        be), each with its time (UTC) and the process id,
+                        instead of stderr (--foreground) or syslog
       --read-ahead <size>
                         for s3:// and https:// packs: files read one after
                         the other in the pack's order are read ahead, many
@@ -111,8 +118,9 @@ int CmdUmount(const Argv& argv) { return CmdMount(argv); }
 namespace {
 
 struct MountArgs {
-  std::string pack, mountpoint, cache_dir;
+  std::string pack, mountpoint, cache_dir, log_file;
   bool foreground = false;
+  int log_fd = -1;  // --log-file, opened before the fork
   // The library's defaults, changed by --read-ahead and --threads.
   uint64_t read_ahead_bytes = MountOptions{}.read_ahead_bytes;
   int max_threads = MountOptions{}.max_threads;
@@ -122,6 +130,48 @@ struct MountArgs {
 // The pack as the mount table shows it: a URL without its query string.
 std::string FsName(const std::string& pack) {
   return pack.substr(0, pack.find('?'));
+}
+
+// Appends "2026-11-28T01:02:03Z ufspack mount[PID]: <line>" to `fd` (an
+// O_APPEND file) with one write, so lines of several mounts sharing a
+// file on a local file system do not interleave.  A short write (a full
+// disk) is finished, so the next line starts on a line of its own.
+void LogTo(int fd, const std::string& line) {
+  char stamp[32];
+  const time_t now = time(nullptr);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  const std::string out = std::string(stamp) + " ufspack mount[" +
+                          std::to_string(getpid()) + "]: " + line + "\n";
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = write(fd, out.data() + done, out.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // nowhere to say so: the log is what failed
+    done += static_cast<size_t>(n);
+  }
+}
+
+// Opens --log-file (appending; created 0644) on a descriptor above 2, which
+// the background server's redirection of stdio leaves alone; prints the
+// error.
+int OpenLogFile(MountArgs* a) {
+  if (a->log_file.empty()) return kExitOk;
+  const int fd = open(a->log_file.c_str(),
+                      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    PrintError(Status::FromErrno(
+        "opening the log file " + Printable(a->log_file), errno));
+    return kExitFailure;
+  }
+  a->log_fd = fd > 2 ? fd : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  if (fd <= 2) close(fd);
+  if (a->log_fd < 0) {
+    PrintError(Status::FromErrno("fcntl", errno));
+    return kExitFailure;
+  }
+  return kExitOk;
 }
 
 // Opens the pack and mounts it; prints errors.  Returns the exit status
@@ -144,7 +194,9 @@ int MountPack(const MountArgs& a, bool foreground,
   // A knob for tests and old kernels: an open file per open (docs/mount.md).
   const char* buffers = getenv("UFSPACK_MOUNT_OPEN_BUFFERS");
   mo.zero_message_opens = buffers == nullptr || *buffers == '\0';
-  if (!foreground) {
+  if (a.log_fd >= 0) {
+    mo.log = [fd = a.log_fd](const std::string& line) { LogTo(fd, line); };
+  } else if (!foreground) {
     mo.log = [](const std::string& line) {
       syslog(LOG_ERR, "%s", line.c_str());
     };
@@ -218,7 +270,14 @@ int MountInBackground(const MountArgs& a) {
   }
   close(fds[0]);
   if (n == 1) {
-    if (rc != kExitOk) waitpid(pid, nullptr, 0);
+    if (rc != kExitOk) {
+      waitpid(pid, nullptr, 0);
+    } else if (a.log_fd < 0 && access("/dev/log", W_OK) != 0) {
+      std::fprintf(stderr,
+                   "ufspack mount: note: no syslog here (/dev/log): the "
+                   "mount's log lines (records that fail to read) are "
+                   "lost; --log-file <file> keeps them\n");
+    }
     return rc;
   }
   int status = 0;
@@ -240,6 +299,7 @@ int CmdMount(const Argv& argv) {
   cl.app().add_option("mountpoint", a.mountpoint)->required();
   cl.app().add_option("--cache", a.cache_dir);
   cl.app().add_flag("-f,--foreground", a.foreground);
+  cl.app().add_option("--log-file", a.log_file);
   std::string read_ahead;
   cl.app().add_option("--read-ahead", read_ahead);
   std::string threads;
@@ -274,6 +334,7 @@ int CmdMount(const Argv& argv) {
     }
     a.max_threads = static_cast<int>(n);
   }
+  if (int rc = OpenLogFile(&a); rc != kExitOk) return rc;
   if (!a.foreground) return MountInBackground(a);
   std::unique_ptr<PackMount> mount;
   if (int rc = MountPack(a, true, &mount); rc != kExitOk) return rc;

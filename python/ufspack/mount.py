@@ -80,6 +80,7 @@ def mounted(
     options: Sequence[str] = (),
     read_ahead: int | str | None = None,
     threads: int | None = None,
+    log: str | os.PathLike[str] | None = None,
     timeout: float = 60.0,
 ) -> Iterator[str]:
     """Mounts ``pack`` (a directory, index.ufs, merged pack, ``s3://`` or
@@ -89,12 +90,13 @@ def mounted(
     ``read_ahead`` the largest read-ahead of a remote pack's files read in
     the pack's order (``--read-ahead``: bytes or a size such as ``"16M"``;
     0 turns it off; default 4 MiB), ``threads`` the most requests served
-    at once (``--threads``, default 64).
+    at once (``--threads``, default 64), ``log`` a file the mount appends
+    its log lines to (``--log-file``: records that failed to read, and on
+    unmount the reads served); without it they are discarded.
 
     Raises MountError with the command's message when the mount fails or
     is not up within ``timeout`` seconds (the tree of a pack of millions of
-    records takes a few seconds to build).  The log lines of the mount
-    (records that failed to read) are discarded.
+    records takes a few seconds to build).
     """
     cli = _find_cli()
     root = tempfile.mkdtemp(prefix="ufspack-mount-")
@@ -105,13 +107,15 @@ def mounted(
         cmd += ["--read-ahead", str(read_ahead)]
     if threads is not None:
         cmd += ["--threads", str(threads)]
+    if log is not None:
+        cmd += ["--log-file", os.fspath(log)]
     for option in options:
         cmd += ["-o", option]
     # A file, not a pipe, for stderr: a full pipe would block the mount.
-    with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+    with tempfile.TemporaryFile() as output:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=output)
         try:
-            _wait_until_mounted(proc, root, log, timeout)
+            _wait_until_mounted(proc, root, output, timeout)
             yield root
         finally:
             _stop(proc, cli, root, timeout)

@@ -8,6 +8,7 @@ import concurrent.futures
 import errno
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -80,7 +81,7 @@ class Foreground:
 
     def __exit__(self, exc_type, *exc):
         rc = self.stop()
-        log = self.stderr()
+        log = self.output = self.stderr()  # all of it, the last line included
         self.log.close()
         # Served and unmounted cleanly (no crash at exit).
         assert exc_type is not None or rc == 0, f"exit status {rc}: {log}"
@@ -100,6 +101,33 @@ def tree_files(root):
 def read(path):
     with open(path, "rb") as f:
         return f.read()
+
+
+def damage(pack, name):
+    """Flips a byte in the middle of record `name`; returns (index, record)."""
+    p = ufspack.Pack(str(pack))
+    i = p.find(name)
+    rec = p.record(i)
+    with open(pack / "data.ufs", "r+b") as f:
+        f.seek(rec["offset"] + rec["stored_size"] // 2)
+        b = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([b[0] ^ 0x40]))
+    return i, rec
+
+
+SUMMARY = re.compile(
+    r"unmounted \S+: (\d+) record reads(?: \(\d+ from \d+ read-ahead windows\))?, (\d+) failed"
+    r"(?: \((\d+) repeated failures not logged\))?$",
+    re.MULTILINE,
+)
+
+
+def summary(log):
+    """(reads, failed, repeats not logged) from the mount's last line."""
+    m = SUMMARY.search(log)
+    assert m, log
+    return int(m[1]), int(m[2]), int(m[3] or 0)
 
 
 def test_tree_bytes_stat_and_imagefolder(edge_tree, edge_pack):
@@ -230,14 +258,8 @@ def test_corrupt_record_gives_eio_and_a_log_line(small_pack, tmp_path, monkeypat
     monkeypatch.setenv("UFSPACK_MOUNT_OPEN_BUFFERS", open_buffers)
     pack = tmp_path / "pack"
     shutil.copytree(small_pack, pack)
+    i, rec = damage(pack, "class2/img5.jpg")
     p = ufspack.Pack(str(pack))
-    i = p.find("class2/img5.jpg")
-    rec = p.record(i)
-    with open(pack / "data.ufs", "r+b") as f:
-        f.seek(rec["offset"] + rec["stored_size"] // 2)
-        b = f.read(1)
-        f.seek(-1, os.SEEK_CUR)
-        f.write(bytes([b[0] ^ 0x40]))
     with Foreground(pack, tmp_path / "mnt") as m:
         with pytest.raises(OSError) as e:
             read(os.path.join(m.root, "class2", "img5.jpg"))
@@ -252,9 +274,13 @@ def test_corrupt_record_gives_eio_and_a_log_line(small_pack, tmp_path, monkeypat
                 assert e.value.errno == errno.EIO
             else:
                 assert read(path) == p.read(j), p.name(j)
-        log = m.stderr()
+    log = m.output
     assert f"record {i} 'class2/img5.jpg'" in log and f"offset {rec['offset']}" in log, log
     assert "checksum" in log, log
+    # Read twice (and each read asked for more than once): logged once.
+    assert log.count(f"record {i} 'class2/img5.jpg'") == 1, log
+    reads, failed, repeats = summary(log)
+    assert reads >= len(p) - 1 and failed >= 2 and repeats >= 1, log
 
 
 def test_cached_records_read_while_the_source_is_gone(small_pack, tmp_path):
@@ -333,21 +359,53 @@ def test_names_that_cannot_be_paths_are_refused(tmp_path, names, why):
 
 
 def test_background_mount_and_umount(small_pack, small_tree, tmp_path):
+    pack = tmp_path / "pack"
+    shutil.copytree(small_pack, pack)
+    i, rec = damage(pack, "class2/img5.jpg")
     mnt = tmp_path / "mnt"
     mnt.mkdir()
+    log = tmp_path / "logs" / "mount.log"
+    # A log file that cannot be opened: refused before anything is mounted.
+    r = cli("mount", pack, mnt, "--log-file", log, timeout=30)
+    assert r.returncode == 1 and str(log) in r.stderr and "No such file" in r.stderr, r.stderr
+    assert not os.path.ismount(mnt)
+    log.parent.mkdir()
     # Returns once mounted, holding none of our pipes (or this would hang).
-    r = cli("mount", small_pack, mnt, timeout=30)
+    r = cli("mount", pack, mnt, "--log-file", log, timeout=30)
     try:
         assert r.returncode == 0, r.stderr
         assert "mounted" in r.stdout and "24 files" in r.stdout, r.stdout
+        assert "syslog" not in r.stderr, r.stderr
         assert os.path.ismount(mnt)
         assert read(mnt / "class1" / "img0.png") == read(os.path.join(small_tree, "class1", "img0.png"))
-        r2 = cli("mount", small_pack, mnt)
+        for _ in range(3):  # a program retrying: one line, the repeats counted
+            with pytest.raises(OSError) as e:
+                read(mnt / "class2" / "img5.jpg")
+            assert e.value.errno == errno.EIO
+        r2 = cli("mount", pack, mnt)
         assert r2.returncode == 1 and "already" in r2.stderr, r2.stderr
     finally:
         u = cli("umount", mnt)
     assert u.returncode == 0, u.stderr
     assert not os.path.ismount(mnt)
+    # The background process writes its last line once unmounted.
+    wait_until(lambda: "unmounted" in log.read_text(), what="the mount's last log line")
+    lines = log.read_text().splitlines()
+    damaged = [line for line in lines if f"record {i} 'class2/img5.jpg'" in line]
+    assert len(damaged) == 1, lines
+    assert f"offset {rec['offset']}" in damaged[0] and "checksum" in damaged[0], lines
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ ufspack mount\[\d+\]: EIO: .*", damaged[0]), damaged[0]
+    assert "unmounted" in lines[-1], lines
+    reads, failed, repeats = summary(lines[-1])
+    assert reads >= 4 and failed >= 3 and repeats >= 2, lines
+    # Without --log-file where there is no syslog: said, once mounted.
+    if not os.path.exists("/dev/log"):
+        r = cli("mount", pack, mnt, timeout=30)
+        try:
+            assert r.returncode == 0, r.stderr
+            assert "no syslog here" in r.stderr and "--log-file" in r.stderr, r.stderr
+        finally:
+            assert cli("umount", mnt).returncode == 0
 
 
 def test_sigint_unmounts_cleanly(small_pack, tmp_path):
@@ -381,12 +439,16 @@ def test_kill9_leaves_a_stale_mount_that_umount_clears(small_pack, tmp_path):
         m.stop()
 
 
-def test_mounted_cleans_up_on_exceptions(small_pack):
+def test_mounted_cleans_up_on_exceptions(small_pack, tmp_path):
+    log = tmp_path / "mount.log"
     with pytest.raises(KeyError):
-        with ufspack.mounted(small_pack) as root:
+        with ufspack.mounted(small_pack, log=log) as root:
             assert os.path.ismount(root)
+            read(os.path.join(root, "class0", "img1.jpg"))
             raise KeyError("boom")
     assert not os.path.exists(root)
+    reads, failed, _ = summary(log.read_text())
+    assert reads >= 1 and failed == 0
     with pytest.raises(ufspack.MountError, match="nopack"):
         with ufspack.mounted(os.path.join(small_pack, "nopack")):
             pass

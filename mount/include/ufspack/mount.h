@@ -23,8 +23,8 @@
 // next pieces, so each file costs one request.  The kernel keeps the pages (the
 // pack is immutable), so a file read again costs none.  A record that fails
 // (checksum mismatch, unreachable storage) gives EIO to the program and a log
-// line naming the record, its offset and the error; wrong bytes are never
-// returned.  Writes of any kind fail with EROFS.
+// line naming the record, its offset and the error (MountOptions::log);
+// wrong bytes are never returned.  Writes of any kind fail with EROFS.
 //
 // Thread safety: Mount() and Run() are called from one thread; Run() serves
 // requests on libfuse's worker threads, which share the Reader (whose const
@@ -54,7 +54,10 @@ struct MountOptions {
   // usually; "ufspack" when empty.
   std::string fsname;
   // Where the log lines go (one line each, no newline): a record that
-  // could not be read.  Default: standard error.
+  // could not be read (once per 10 s for a record that keeps failing, with
+  // the count of repeats), and when Run() ends, the reads served and
+  // failed.  Called from libfuse's workers, one line at a time.  Default:
+  // standard error.
   std::function<void(const std::string&)> log;
   // The modification time of every file and directory, seconds since the
   // epoch; < 0: the index file's (the manifest's for a merged pack), or 0
