@@ -344,7 +344,12 @@ FileSystem::FileSystem(const Reader* reader, const Tree* tree, int64_t mtime,
       gid_(getgid()),
       allow_zero_message_opens_(allow_zero_message_opens),
       log_(std::move(log), std::chrono::seconds(kQuietSeconds)),
-      sequential_reads_(reader, read_ahead_bytes) {}
+      sequential_reads_(reader,
+                        reader->prefers_batches() ? read_ahead_bytes : 0),
+      page_cache_read_ahead_(
+          reader, read_ahead_bytes < SequentialReads::kFirstWindowBytes
+                      ? 0
+                      : read_ahead_bytes) {}
 
 const fuse_lowlevel_ops* FileSystem::Ops() {
   static const fuse_lowlevel_ops ops = MakeOps();
@@ -399,6 +404,7 @@ int FileSystem::ReadRecord(uint64_t ino, std::string* out) const {
   stats_.record_reads.fetch_add(1, std::memory_order_relaxed);
   Record r;
   Status s = reader_->GetRecord(i, &r);
+  if (s.ok()) page_cache_read_ahead_.Read(r);
   if (s.ok()) s = sequential_reads_.Read(r, out);
   if (s.ok()) return 0;
   stats_.read_errors.fetch_add(1, std::memory_order_relaxed);

@@ -26,6 +26,7 @@
 #include <string>
 
 #include "error_log.h"
+#include "page_cache_read_ahead.h"
 #include "recent_records.h"
 #include "sequential_reads.h"
 #include "tree.h"
@@ -45,7 +46,10 @@ struct FileSystemStats {
 
 class FileSystem {
  public:
-  // read_ahead_bytes: the largest read-ahead window (SequentialReads; 0: none).
+  // read_ahead_bytes: for files read in the pack's order, a remote pack's
+  // largest read-ahead window (SequentialReads), or how far ahead a pack
+  // on a file system is asked of the kernel (PageCacheReadAhead); below
+  // SequentialReads::kFirstWindowBytes (0 included): none.
   FileSystem(const Reader* reader, const Tree* tree, int64_t mtime,
              bool allow_zero_message_opens, uint64_t read_ahead_bytes,
              std::function<void(const std::string&)> log);
@@ -89,6 +93,9 @@ class FileSystem {
     return sequential_reads_.stats();
   }
   ErrorLog& log() const { return log_; }
+  const PageCacheReadAheadStats& page_cache_read_ahead_stats() const {
+    return page_cache_read_ahead_.stats();
+  }
 
   // A record failing again within this many seconds of its last log line
   // is counted, not logged (ErrorLog).
@@ -105,7 +112,8 @@ class FileSystem {
   std::atomic<bool> zero_message_opendirs_{false};
   mutable ErrorLog log_;  // thread-safe
   mutable FileSystemStats stats_;
-  mutable SequentialReads sequential_reads_;  // thread-safe
+  mutable SequentialReads sequential_reads_;          // thread-safe
+  mutable PageCacheReadAhead page_cache_read_ahead_;  // thread-safe
   RecentRecords recent_{64};
 };
 

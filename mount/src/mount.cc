@@ -159,8 +159,7 @@ Status PackMount::Impl::Start() {
       options_.mtime >= 0 ? options_.mtime : PackMtime(*reader_);
   fs_ = std::make_unique<mount::FileSystem>(
       reader_.get(), &tree_, mtime, options_.zero_message_opens,
-      // A data file on a file system is read ahead by the page cache.
-      reader_->prefers_batches() ? options_.read_ahead_bytes : 0, options_.log);
+      options_.read_ahead_bytes, options_.log);
   const std::string fsname =
       options_.fsname.empty() ? "ufspack" : options_.fsname;
   std::vector<std::string> argv = {
@@ -230,9 +229,15 @@ void PackMount::Impl::LogSummary() {
   const mount::SequentialReadStats& ra = fs_->read_ahead_stats();
   std::string line = "unmounted " + EscapeBytes(abs_mountpoint_) + ": " +
                      std::to_string(st.record_reads.load()) + " record reads";
+  const mount::PageCacheReadAheadStats& hints =
+      fs_->page_cache_read_ahead_stats();
   if (ra.windows.load() > 0) {
     line += " (" + std::to_string(ra.reads_from_windows.load()) + " from " +
             std::to_string(ra.windows.load()) + " read-ahead windows)";
+  } else if (hints.hints.load() > 0) {
+    line += " (" + std::to_string(hints.hinted_bytes.load()) +
+            " bytes read ahead in " + std::to_string(hints.hints.load()) +
+            (hints.hints.load() == 1 ? " hint)" : " hints)");
   }
   line += ", " + std::to_string(st.read_errors.load()) + " failed";
   if (st.stat_errors.load() > 0) {

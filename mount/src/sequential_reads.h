@@ -22,9 +22,10 @@
 // Memory: at most three windows per stream (the one before the one being
 // read, that one, the one after), kStreams streams (96 MiB at the default
 // 4 MiB, reached only with 8 runs read at once).  Meant for remote
-// packs: a data file on a file system is read ahead by the page cache,
-// and windows there only add copies and waits (measured in
-// docs/benchmarks.md, "The mount").  Lifetime: the
+// packs: a data file on a file system is read ahead through the page
+// cache instead (PageCacheReadAhead), where windows read here only added
+// copies and waits (measured in docs/benchmarks.md, "The mount").
+// Lifetime: the
 // Reader outlives this; the destructor waits for the fetches under way.
 #ifndef UFSPACK_MOUNT_SEQUENTIAL_READS_H_
 #define UFSPACK_MOUNT_SEQUENTIAL_READS_H_

@@ -37,9 +37,9 @@ Mounts the pack read-only at <mountpoint> (FUSE): each record is a file at
 its name ("cats/cat.1.jpg"), with its original size and the index file's
 modification time.  Listing and stat are answered from the index (nothing
 is read from data.ufs); reading a file reads its record with one request
-(checksummed, decompressed); a remote pack's files read one after the
-other in the pack's order (a directory's files in name order) are read
-ahead, many with one request (--read-ahead).  A damaged or unreachable
+(checksummed, decompressed); files read one after the other in the
+pack's order (a directory's files in name order) are read ahead
+(--read-ahead).  A damaged or unreachable
 record gives EIO and a log line naming it (once per 10 s for a record
 that keeps failing, with the count of repeats); on unmount a last line
 counts the reads served and failed.  Writes fail with EROFS.  Names
@@ -65,13 +65,15 @@ Options:
                         be), each with its time (UTC) and the process id,
                         instead of stderr (--foreground) or syslog
       --read-ahead <size>
-                        for s3:// and https:// packs: files read one after
-                        the other in the pack's order are read ahead, many
-                        with one ranged GET, in windows from 256K doubling
-                        up to <size> (default 4M, at most 256M; 0 turns it
-                        off; memory: up to 24 times <size>); files read in
-                        another order (shuffled) are read alone.  A pack on
-                        a file system is read ahead by the kernel instead
+                        files read one after the other in the pack's order
+                        are read ahead (default 4M, at most 256M; 0 turns
+                        it off): of an s3:// or https:// pack, many with
+                        one ranged GET, in windows from 256K doubling up to
+                        <size> (memory: up to 24 times <size>); of a pack
+                        on a file system (NFS), <size> past the last file
+                        is asked of the kernel, to arrive while the files
+                        before it are read (not with --cache).  Files read
+                        in another order (shuffled) are read alone
       --threads <n>     the most requests served at once (default 64, 1 to
                         1024): reads of many processes wait in parallel for
                         their GETs (or NFS preads); each busy one holds a

@@ -87,8 +87,8 @@ def mounted(
     ``https://`` URL) read-only on a fresh temporary directory and yields
     its path; ``cache`` is a node-local cache directory (``--cache``),
     ``options`` FUSE mount options (``-o``, e.g. ``"allow_other"``),
-    ``read_ahead`` the largest read-ahead of a remote pack's files read in
-    the pack's order (``--read-ahead``: bytes or a size such as ``"16M"``;
+    ``read_ahead`` how far files read in the pack's order are read ahead
+    (``--read-ahead``: bytes or a size such as ``"16M"``;
     0 turns it off; default 4 MiB), ``threads`` the most requests served
     at once (``--threads``, default 64), ``log`` a file the mount appends
     its log lines to (``--log-file``: records that failed to read, and on

@@ -76,6 +76,9 @@ class BlockFile final : public RandomAccessFile {
   Status Size(uint64_t* size) const override { return inner_->Size(size); }
   const std::string& name() const override { return inner_->name(); }
   bool prefers_batches() const override { return inner_->prefers_batches(); }
+  void WillNeed(uint64_t offset, uint64_t n) const override {
+    inner_->WillNeed(offset, n);
+  }
 
   // Starts fetching, in the background, the blocks holding these data
   // offsets that are neither kept nor in flight.  Never blocks on a fetch;

@@ -168,4 +168,10 @@ Status Reader::PrefetchBlocks(const uint64_t* indices, size_t count) const {
 
 BlockReadStats Reader::block_stats() const { return source_->block_stats(); }
 
+uint64_t Reader::WillNeed(uint32_t part, uint64_t offset,
+                          uint64_t length) const {
+  if (length == 0 || options().cache != nullptr || prefers_batches()) return 0;
+  return source_->WillNeed(part, offset, length);
+}
+
 }  // namespace ufspack

@@ -411,6 +411,14 @@ void MergedPack::PrefetchBlocks(const Record* records, size_t count) const {
   }
 }
 
+uint64_t MergedPack::WillNeed(uint32_t part, uint64_t offset,
+                              uint64_t n) const {
+  if (part >= parts_->manifest.parts.size()) return 0;
+  const PartSlot& slot = parts_->slots[part];
+  if (!slot.opened.load(std::memory_order_acquire)) return 0;
+  return slot.pack->WillNeed(0, offset, n);
+}
+
 BlockReadStats MergedPack::block_stats() const {
   BlockReadStats sum;
   for (size_t k = 0; k < parts_->manifest.parts.size(); ++k) {

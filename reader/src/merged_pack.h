@@ -102,6 +102,8 @@ class MergedPack final : public PackSource {
   Status ReadBatchMany(const std::vector<Record>& records, Batch* out,
                        int threads) const override;
   void PrefetchBlocks(const Record* records, size_t count) const override;
+  // To the part, if it is open (a read of one of its records opened it).
+  uint64_t WillNeed(uint32_t part, uint64_t offset, uint64_t n) const override;
   BlockReadStats block_stats() const override;
 
  private:

@@ -71,6 +71,11 @@ class PackSource {
   // REQUIRES: first + count <= info().record_count.
   virtual Status RecordOffsets(uint64_t first, uint64_t count,
                                uint64_t* offsets, uint32_t* parts) const = 0;
+  // Reader::WillNeed: bytes [offset, offset + n) of part `part`'s data
+  // file (0 for a single pack) are about to be read.  A hint; a part not
+  // opened yet is left alone.  Returns the bytes asked for.
+  virtual uint64_t WillNeed(uint32_t part, uint64_t offset,
+                            uint64_t n) const = 0;
   // Block reads: the background fetch of the blocks holding records[0,
   // count) (records GetRecord returned), and what block reads did.
   virtual void PrefetchBlocks(const Record* records, size_t count) const = 0;

@@ -143,6 +143,15 @@ Status SinglePack::BlockExtents(uint64_t block_bytes,
   return Status::OK();
 }
 
+uint64_t SinglePack::WillNeed(uint32_t part, uint64_t offset,
+                              uint64_t n) const {
+  const uint64_t size = info().data_size;
+  if (part != 0 || offset >= size) return 0;
+  n = std::min(n, size - offset);
+  data_->WillNeed(offset, n);
+  return n;
+}
+
 void SinglePack::PrefetchBlocks(const Record* records, size_t count) const {
   if (blocks_ == nullptr || count == 0) return;
   std::vector<uint64_t> offsets(count);

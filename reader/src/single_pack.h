@@ -54,6 +54,8 @@ class SinglePack final : public PackSource {
   void ReleaseIndex() const override;
   void PrefetchRecords(const uint64_t* indices, size_t count) const override;
   void PrefetchBlocks(const Record* records, size_t count) const override;
+  // Part 0 only; the range cut at the end of the data area.
+  uint64_t WillNeed(uint32_t part, uint64_t offset, uint64_t n) const override;
   BlockReadStats block_stats() const override;
   Status ReadStored(const Record& r, char* dst) const override;
   Status ReadStoredMany(const Record* records, char* const* dsts, size_t count,

@@ -62,6 +62,12 @@ class UFSPACK_EXPORT RandomAccessFile {
   // True when ReadMany() of a batch is much faster than its reads one by
   // one on a few threads (a remote object: each read is a round trip).
   virtual bool prefers_batches() const { return false; }
+
+  // A hint that bytes [offset, offset + n) are about to be read: a local
+  // file asks the kernel to start reading them into the page cache
+  // (posix_fadvise WILLNEED) and returns without waiting for them; the
+  // default does nothing.  Changes no result; errors are ignored.
+  virtual void WillNeed(uint64_t offset, uint64_t n) const {}
 };
 
 // What kind of file a stat(2) st_mode describes, as a noun: "FIFO",

@@ -16,7 +16,7 @@
 // the names in the mapped index: listings and stat never read data.ufs.
 // A read() reads the whole record with one Reader::Read (one pread, one
 // ranged GET, or none when the cache holds it; checksummed, zstd
-// decompressed), and a remote pack's files read in the pack's order are
+// decompressed), and files read in the pack's order are
 // read ahead (MountOptions::read_ahead_bytes); a file read in the kernel's 128
 // KiB pieces keeps it (with its open file, or in a few shared slots when the
 // kernel opens files without asking: MountOptions::zero_message_opens) for the
@@ -68,14 +68,17 @@ struct MountOptions {
   // file read in pieces is kept in a few shared slots instead of with its
   // open file.  false: every open gets its own buffer (a request each).
   bool zero_message_opens = true;
-  // Read-ahead of a remote pack (s3://, https://) for files read in the
-  // pack's order (a directory read file after file): from the second of
-  // consecutive records on, the records that follow are read with one
-  // ranged GET, in windows growing from 256 KiB to this many bytes, the
-  // next window fetched while the program reads the last.  Files read in
-  // any other order are read alone, as without it.  Below 256 KiB (0
-  // included): none.  A pack on a file system (local disk, NFS) is read
-  // ahead by the kernel's page cache instead.
+  // Read-ahead for files read in the pack's order (a directory read file
+  // after file, DataLoader workers reading their batches): from the second
+  // of consecutive records on, a remote pack's (s3://, https://) records
+  // that follow are read with one ranged GET, in windows growing from 256
+  // KiB to this many bytes, the next window fetched while the program
+  // reads the last; a pack on a file system (NFS, local disk) has this
+  // many bytes past the last record asked of the kernel
+  // (Reader::WillNeed), so that several of its read-ahead windows are in
+  // flight per run (none through a cache: ReaderOptions::cache).  Files
+  // read in any other order are read alone, as without it.  Below 256 KiB
+  // (0 included): none.
   uint64_t read_ahead_bytes = uint64_t{4} << 20;
   // The most requests served at once: libfuse's worker threads, started
   // as requests wait (each blocks for its request's read: a ranged GET of

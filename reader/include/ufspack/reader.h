@@ -358,6 +358,20 @@ class UFSPACK_EXPORT Reader {
   Status PrefetchBlocks(const uint64_t* indices, size_t count) const;
   BlockReadStats block_stats() const;
 
+  // A hint that bytes [offset, offset + length) of the data file of part
+  // `part` (Record::part and Record::offset locate a record's stored
+  // bytes; part 0 in a single pack) are about to be read: a pack on a file
+  // system asks the kernel to start reading them into the page cache
+  // (posix_fadvise WILLNEED, in 128 KiB steps) and returns without waiting,
+  // so that reads of records there, in the order stored, find them
+  // arriving or arrived (a network file system's latency overlapped: the
+  // kernel's own read-ahead keeps only its window in flight).  Does
+  // nothing for a remote pack (use ReadBatch), with a cache (its hits need
+  // no data file), or for a part not opened yet.  Changes no result.
+  // Returns the bytes asked for (the range cut at the end of the data
+  // file; 0 when nothing was).  Thread-safe.
+  uint64_t WillNeed(uint32_t part, uint64_t offset, uint64_t length) const;
+
   // The value of metadata `key` (e.g. kMetaSourceRoot, the directory the
   // pack was built from, as given to `ufspack build`).  NotFound if absent;
   // Corruption if the metadata section is malformed.  The view is valid
