@@ -329,13 +329,18 @@ def slowfs_runs(src: str, work: str, args: Any) -> Dict[str, Any]:
     # Interleaved (loose, mount, loose, mount, ..., cat), so that a drift of
     # the machine over the runs touches both sides; the ratio reported is
     # the median of each pair's.
-    runs: Dict[str, List[Any]] = {k: [] for k in ("in_order_loose", "in_order_mount", "shuffled_loose",
-                                                  "shuffled_mount", "cat_data")}
+    runs: Dict[str, List[Any]] = {k: [] for k in ("in_order_loose", "in_order_mount", "in_order_mount_ra0",
+                                                  "shuffled_loose", "shuffled_mount", "cat_data")}
     try:
-        for _ in range(args.repeat):
-            for shuffle, order in ((False, "in_order"), (True, "shuffled")):
-                runs[f"{order}_loose"].append(loose(shuffle))
-                runs[f"{order}_mount"].append(mounted(shuffle))
+        for k in range(args.repeat):
+            runs["in_order_loose"].append(loose(False))
+            # The mount reading ahead (Reader::WillNeed) and not (the
+            # kernel's read-ahead alone), one after the other, which first
+            # alternating (a run right after the loose files' was seen slower).
+            for ra in ((None, 0) if k % 2 == 0 else (0, None)):
+                runs["in_order_mount" if ra is None else "in_order_mount_ra0"].append(mounted(False, ra))
+            runs["shuffled_loose"].append(loose(True))
+            runs["shuffled_mount"].append(mounted(True))
             runs["cat_data"].append(cat())
     finally:
         subprocess.run([SLOWFS, "down"], check=False, stdout=subprocess.DEVNULL)
@@ -344,10 +349,15 @@ def slowfs_runs(src: str, work: str, args: Any) -> Dict[str, Any]:
         return {k: {"files_s": statistics.median(r[k] for r in rs), "runs": [r[k] for r in rs]} for k in rs[0]}
 
     res: Dict[str, Any] = {"cat_data": {"files_s": statistics.median(runs["cat_data"]), "runs": runs["cat_data"]}}
+    def ratio(a: List[Dict[str, float]], b: List[Dict[str, float]]) -> Dict[str, float]:
+        return {k: statistics.median(x[k] / y[k] for x, y in zip(a, b)) for k in a[0]}
+
     for order in ("in_order", "shuffled"):
         lo, mo = runs[f"{order}_loose"], runs[f"{order}_mount"]
-        res[order] = {"loose": med(lo), "mount": med(mo),
-                      "ratio": {k: statistics.median(m[k] / x[k] for x, m in zip(lo, mo)) for k in lo[0]}}
+        res[order] = {"loose": med(lo), "mount": med(mo), "ratio": ratio(mo, lo)}
+    ra0 = runs["in_order_mount_ra0"]
+    res["in_order"].update({"mount_ra0": med(ra0), "ratio_ra0": ratio(ra0, runs["in_order_loose"]),
+                            "read_ahead_gain": ratio(runs["in_order_mount"], ra0)})
     return res
 
 
@@ -496,15 +506,25 @@ def main() -> int:
     else:
         skipped["ratarmount"] = "not installed (PEERS=ratarmount bench/install-peers.sh VENV)"
     results["reads"] = reads
+
+    def attempt(name: str, run: Callable[[], Any]) -> None:
+        """A part that fails is reported (in "skipped", with its error)
+        rather than losing the parts measured before it."""
+        try:
+            results[name] = run()
+        except Exception as e:  # noqa: BLE001 (any failure of a part)
+            skipped[name] = f"failed: {type(e).__name__}: {e}"
+            print(f"mount_bench: {name}: {skipped[name]}", file=sys.stderr)
+
     if not args.smoke and os.geteuid() == 0:
-        results["slowfs"] = slowfs_runs(src, args.work, args)
-        results["s3"] = s3_runs(src, args.work, args)
+        attempt("slowfs", lambda: slowfs_runs(src, args.work, args))
+        attempt("s3", lambda: s3_runs(src, args.work, args))
     elif not args.smoke:
         skipped["slowfs"] = skipped["s3"] = "needs root"
     if not args.smoke:
-        results["far_server"] = far_server_runs(src, args)
+        attempt("far_server", lambda: far_server_runs(src, args))
     if args.million:
-        results["find_1m"] = million_find(args.work, args.repeat)
+        attempt("find_1m", lambda: million_find(args.work, args.repeat))
     results["skipped"] = skipped
 
     lines = [f"{files:,} files, random whole-file reads on {args.threads} threads, warm, "
@@ -533,14 +553,19 @@ def main() -> int:
                   f"{args.delay_ms} ms one way, samples/s (epoch / after the first batch):", "",
                   "| order | loose files | the mount of the pack | mount / loose (median of the runs' ratios) |",
                   "|---|---|---|---|"]
-        rows = [("in order (shuffle=False)", "in_order", "mount"), ("shuffled", "shuffled", "mount")]
-        for label, order, which in rows:
+        rows = [("in order (shuffle=False)", "in_order", "mount", "ratio"),
+                ("in order, the mount with --read-ahead 0", "in_order", "mount_ra0", "ratio_ra0"),
+                ("shuffled", "shuffled", "mount", "ratio")]
+        for label, order, which, ratio_key in rows:
             lo, mo = s[order]["loose"], s[order][which]
-            ratio = s[order]["ratio"]
+            ratio = s[order][ratio_key]
             lines.append(f"| {label} | {lo['epoch']['files_s']:,.0f} / {lo['after_first_batch']['files_s']:,.0f} | "
                          f"{mo['epoch']['files_s']:,.0f} / {mo['after_first_batch']['files_s']:,.0f} | "
                          f"{ratio['epoch']:.2f}x / {ratio['after_first_batch']:.2f}x |")
-        lines += ["", f"cat data.ufs over the same link: {s['cat_data']['files_s']:,.0f} files' worth per second"]
+        gain = s["in_order"]["read_ahead_gain"]
+        lines += ["", f"The mount's read-ahead in order, on / off (median of the runs' ratios): "
+                  f"{gain['epoch']:.2f}x / {gain['after_first_batch']:.2f}x",
+                  "", f"cat data.ufs over the same link: {s['cat_data']['files_s']:,.0f} files' worth per second"]
     if "s3" in results:
         s = results["s3"]
         ra, no = s["read_ahead"], s["no_read_ahead"]

@@ -229,6 +229,9 @@ class Server:
             cmd += ["--volume-mb", "256", "--volumes", "64"]
         self.socat: Optional[subprocess.Popen] = None
         if self.delay > 0:
+            if shutil.which("socat") is None:  # its failure in the namespace would only show as refusals
+                raise RuntimeError("socat not found (apt-get install -y socat): it forwards the delayed "
+                                   "link to the S3 server for --delay-ms > 0")
             subprocess.run(["bash", SLOWFS, "link", str(self.delay)], check=True, stdout=subprocess.DEVNULL)
             subprocess.run(["ip", "netns", "exec", "slowfs", "ip", "link", "set", "lo", "up"], check=True)
             info = json.loads(subprocess.run(["ip", "netns", "exec", "slowfs"] + cmd, check=True,
