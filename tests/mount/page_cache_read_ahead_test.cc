@@ -12,11 +12,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "hinted_file.h"
 #include "testutil.h"
 #include "ufspack/builder.h"
 #include "ufspack/file.h"
@@ -30,38 +30,7 @@ namespace {
 constexpr int kRecords = 240;
 constexpr uint64_t kDistance = uint64_t{1} << 20;
 
-// Serves the data file from memory and records the hints it is given.
-class HintedFile : public RandomAccessFile {
- public:
-  explicit HintedFile(std::string contents) : contents_(std::move(contents)) {}
-  Status Read(uint64_t offset, size_t n, char* scratch,
-              size_t* bytes_read) const override {
-    const size_t begin = std::min<uint64_t>(offset, contents_.size());
-    *bytes_read = std::min(n, contents_.size() - begin);
-    std::copy_n(contents_.data() + begin, *bytes_read, scratch);
-    return Status::OK();
-  }
-  Status Size(uint64_t* size) const override {
-    *size = contents_.size();
-    return Status::OK();
-  }
-  const std::string& name() const override { return name_; }
-  void WillNeed(uint64_t offset, uint64_t n) const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    hints_.emplace_back(offset, n);
-  }
-  std::vector<std::pair<uint64_t, uint64_t>> Take() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return std::move(hints_);
-  }
-  uint64_t size() const { return contents_.size(); }
-
- private:
-  const std::string name_ = "mem/data.ufs";
-  const std::string contents_;
-  mutable std::mutex mu_;
-  mutable std::vector<std::pair<uint64_t, uint64_t>> hints_;
-};
+using test::HintedFile;
 
 class PageCacheReadAheadTest : public ::testing::Test {
  protected:

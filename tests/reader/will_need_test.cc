@@ -11,12 +11,12 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "hinted_file.h"
 #include "testutil.h"
 #include "ufspack/builder.h"
 #include "ufspack/file.h"
@@ -27,42 +27,8 @@
 namespace ufspack {
 namespace {
 
-using Hint = std::pair<uint64_t, uint64_t>;
-
-// Serves the data file from memory and records the hints it is given.
-class HintedFile : public RandomAccessFile {
- public:
-  HintedFile(std::string contents, bool remote)
-      : contents_(std::move(contents)), remote_(remote) {}
-  Status Read(uint64_t offset, size_t n, char* scratch,
-              size_t* bytes_read) const override {
-    const size_t begin = std::min<uint64_t>(offset, contents_.size());
-    *bytes_read = std::min(n, contents_.size() - begin);
-    std::copy_n(contents_.data() + begin, *bytes_read, scratch);
-    return Status::OK();
-  }
-  Status Size(uint64_t* size) const override {
-    *size = contents_.size();
-    return Status::OK();
-  }
-  const std::string& name() const override { return name_; }
-  bool prefers_batches() const override { return remote_; }
-  void WillNeed(uint64_t offset, uint64_t n) const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    hints_.emplace_back(offset, n);
-  }
-  std::vector<Hint> Take() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return std::move(hints_);
-  }
-
- private:
-  const std::string name_ = "mem/data.ufs";
-  const std::string contents_;
-  const bool remote_;
-  mutable std::mutex mu_;
-  mutable std::vector<Hint> hints_;
-};
+using test::HintedFile;
+using Hint = HintedFile::Hint;
 
 void WritePack(const std::string& dir, int records, int seed) {
   std::unique_ptr<PackWriter> w;
