@@ -37,14 +37,13 @@ Mounts the pack read-only at <mountpoint> (FUSE): each record is a file at
 its name ("cats/cat.1.jpg"), with its original size and the index file's
 modification time.  Listing and stat are answered from the index (nothing
 is read from data.ufs); reading a file reads its record with one request
-(checksummed, decompressed); files read one after the other in the
-pack's order (a directory's files in name order) are read ahead
-(--read-ahead).  A damaged or unreachable
-record gives EIO and a log line naming it (once per 10 s for a record
-that keeps failing, with the count of repeats); on unmount a last line
-counts the reads served and failed.  Writes fail with EROFS.  Names
-that cannot be paths (empty components, '.', '..', a NUL byte) are
-refused at mount.
+(checksummed, decompressed); files read one after the other in the pack's
+order (a directory's files in name order) are read ahead (--read-ahead).
+A damaged or unreachable record gives EIO and a log line naming it (once
+per 10 s for a record that keeps failing, with the count of repeats); on
+unmount a last line counts the reads served and failed.  Writes fail with
+EROFS.  Names that cannot be paths (empty components, '.', '..', a NUL
+byte) are refused at mount.
 
 Without --foreground the command returns once the file system is mounted
 (errors are reported first) and a background process serves it, logging
