@@ -346,8 +346,12 @@ FileSystem::FileSystem(const Reader* reader, const Tree* tree, int64_t mtime,
       log_(std::move(log), std::chrono::seconds(kQuietSeconds)),
       sequential_reads_(reader,
                         reader->prefers_batches() ? read_ahead_bytes : 0),
+      // Reader::WillNeed does nothing for a remote pack (windows above
+      // instead) or through a cache (its hits need no data file).
       page_cache_read_ahead_(
-          reader, read_ahead_bytes < SequentialReads::kFirstWindowBytes
+          reader, reader->prefers_batches() ||
+                          reader->options().cache != nullptr ||
+                          read_ahead_bytes < SequentialReads::kFirstWindowBytes
                       ? 0
                       : read_ahead_bytes) {}
 
@@ -369,19 +373,12 @@ int FileSystem::Stat(uint64_t ino, struct stat* st) const {
     return 0;
   }
   if (!tree_->IsFile(ino)) return ENOENT;
-  Record r;
-  Status s = reader_->GetRecord(tree_->RecordOf(ino), &r);
-  if (!s.ok()) {
-    stats_.stat_errors.fetch_add(1, std::memory_order_relaxed);
-    log_.Report(tree_->RecordOf(ino),
-                "stat of record " + std::to_string(tree_->RecordOf(ino)) +
-                    " failed (EIO): " + EscapeBytes(s.message()));
-    return EIO;
-  }
+  uint64_t length = 0;
+  if (int err = Length(ino, &length); err != 0) return err;
   st->st_mode = S_IFREG | 0444;
   st->st_nlink = 1;
-  st->st_size = static_cast<off_t>(r.original_length);
-  st->st_blocks = static_cast<blkcnt_t>((r.original_length + 511) / 512);
+  st->st_size = static_cast<off_t>(length);
+  st->st_blocks = static_cast<blkcnt_t>((length + 511) / 512);
   return 0;
 }
 

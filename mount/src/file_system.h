@@ -61,8 +61,8 @@ class FileSystem {
   // ENOENT for an unknown inode; 0 when done.
   int Stat(uint64_t ino, struct stat* st) const;
 
-  // The original length of file `ino`'s record.  EIO (logged) when its
-  // entry cannot be read; 0 when done.
+  // The original length of file `ino`'s record.  EIO (logged, counted in
+  // stat_errors) when its entry cannot be read; 0 when done.
   int Length(uint64_t ino, uint64_t* length) const;
 
   // Reads the whole record of file `ino` into *out (one Reader::Read, or

@@ -7,11 +7,7 @@ namespace ufspack {
 namespace mount {
 
 PageCacheReadAhead::PageCacheReadAhead(const Reader* reader, uint64_t distance)
-    : reader_(reader),
-      // Reader::WillNeed does nothing for these: no streams to follow.
-      distance_(reader->prefers_batches() || reader->options().cache != nullptr
-                    ? 0
-                    : distance) {}
+    : reader_(reader), distance_(distance) {}
 
 void PageCacheReadAhead::Read(const Record& r) {
   if (distance_ == 0) return;

@@ -41,8 +41,9 @@ class PageCacheReadAhead {
   static constexpr int kStreams = 16;
   static constexpr uint64_t kStepBytes = uint64_t{128} << 10;
 
-  // distance: the bytes kept asked for past a run's last record; 0: none,
-  // as for a remote pack or a Reader with a cache (Reader::WillNeed).
+  // distance: the bytes kept asked for past a run's last record; 0: none
+  // (FileSystem gives 0 where Reader::WillNeed would do nothing: a remote
+  // pack, a Reader with a cache).
   PageCacheReadAhead(const Reader* reader, uint64_t distance);
   PageCacheReadAhead(const PageCacheReadAhead&) = delete;
   PageCacheReadAhead& operator=(const PageCacheReadAhead&) = delete;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "ufspack/posix_io.h"
 #include "util.h"
 #ifdef UFSPACK_HAVE_MOUNT
 #include "ufspack/mount.h"
@@ -136,7 +137,8 @@ std::string FsName(const std::string& pack) {
 // Appends "2026-11-28T01:02:03Z ufspack mount[PID]: <line>" to `fd` (an
 // O_APPEND file) with one write, so lines of several mounts sharing a
 // file on a local file system do not interleave.  A short write (a full
-// disk) is finished, so the next line starts on a line of its own.
+// disk) is finished, so the next line starts on a line of its own; a
+// failed one is dropped (nowhere to say so: the log is what failed).
 void LogTo(int fd, const std::string& line) {
   char stamp[32];
   const time_t now = time(nullptr);
@@ -145,13 +147,7 @@ void LogTo(int fd, const std::string& line) {
   strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
   const std::string out = std::string(stamp) + " ufspack mount[" +
                           std::to_string(getpid()) + "]: " + line + "\n";
-  size_t done = 0;
-  while (done < out.size()) {
-    const ssize_t n = write(fd, out.data() + done, out.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // nowhere to say so: the log is what failed
-    done += static_cast<size_t>(n);
-  }
+  (void)internal::WriteAll(fd, out.data(), out.size(), "");
 }
 
 // Opens --log-file (appending; created 0644) on a descriptor above 2, which
