@@ -2,7 +2,9 @@
 disjoint rank shares, one fetch per block (also with DataLoader workers),
 exact resume (also onto another number of ranks), clear errors."""
 
+import copy
 import os
+import re
 import warnings
 
 import numpy as np
@@ -333,3 +335,187 @@ def test_forked_workers_share_the_block_table(raw_pack, monkeypatch):
         made_by_workers |= set(batch.tolist())
     assert made_by_workers == {0}
     assert block_reads._plan_pids == [os.getpid()]  # once, here
+
+
+# --- checked arguments and states (issue 41, point 7) ---------------------
+
+from ufspack.block_sampler import MAX_REPLICAS, MAX_STAGES, MAX_WORKERS  # noqa: E402
+
+
+def raises_naming(exc, field):
+    """pytest.raises(exc) whose message starts with BlockSampler and names
+    ``field`` literally."""
+    return pytest.raises(exc, match=r"^BlockSampler[^\n]*" + re.escape(field))
+
+
+ARGUMENT_CASES = [
+    (dict(seed="abc"), TypeError, "seed"),
+    (dict(seed=1.5), TypeError, "seed"),
+    (dict(seed=True), TypeError, "seed"),
+    (dict(seed=1 << 64), ValueError, "seed"),
+    (dict(block_bytes=float(BLOCK)), TypeError, "block_bytes"),
+    (dict(window=2.0), TypeError, "window"),
+    (dict(window=True), TypeError, "window"),
+    (dict(prefetch="1"), TypeError, "prefetch"),
+    (dict(window=1 << 40, prefetch=1 << 20), ValueError, "window=1099511627776 and prefetch"),
+    (dict(shuffle="no"), TypeError, "shuffle"),
+    (dict(shuffle=1), TypeError, "shuffle"),
+    (dict(drop_last=None), TypeError, "drop_last"),
+    (dict(batch_size="8", num_workers=2), TypeError, "batch_size"),
+    (dict(batch_size=8.0, num_workers=2), TypeError, "batch_size"),
+    (dict(batch_size=8, num_workers=2.5), TypeError, "num_workers"),
+    (dict(batch_size=8, num_workers=MAX_WORKERS + 1), ValueError, "num_workers"),
+    (dict(num_replicas=2.0, rank=0), TypeError, "num_replicas"),
+    (dict(num_replicas=2, rank="1"), TypeError, "rank"),
+    (dict(num_replicas=2, rank=True), TypeError, "rank"),
+    (dict(num_replicas=MAX_REPLICAS + 1, rank=0), ValueError, "num_replicas"),
+]
+
+
+@pytest.mark.parametrize("kwargs,exc,field", ARGUMENT_CASES, ids=[
+    ",".join(f"{k}={v!r}" for k, v in c[0].items()) for c in ARGUMENT_CASES])
+def test_constructor_arguments_are_checked_not_converted(raw_pack, kwargs, exc, field):
+    with raises_naming(exc, field):
+        ufspack.BlockSampler(ufspack.Pack(raw_pack), **kwargs)
+
+
+def test_numpy_integers_are_counts(raw_pack):
+    pack = ufspack.Pack(raw_pack)
+    a = ufspack.BlockSampler(pack, block_bytes=np.int64(BLOCK), window=np.int32(3),
+                             seed=np.uint64(7), num_replicas=np.int64(2), rank=np.int64(1))
+    b = ufspack.BlockSampler(pack, block_bytes=BLOCK, window=3, seed=7, num_replicas=2, rank=1)
+    a.set_epoch(np.int64(2))
+    b.set_epoch(2)
+    assert list(a) == list(b)
+    assert a.state_dict(consumed=np.int64(5)) == b.state_dict(consumed=5)
+    assert type(a.state_dict()["config"]["seed"]) is int  # plain ints: the state is JSON
+
+
+def test_set_epoch_and_consumed_are_checked(raw_pack):
+    s = ufspack.BlockSampler(ufspack.Pack(raw_pack), block_bytes=BLOCK)
+    consume(s, 10)
+    for bad in (2.9, "3", True):
+        with raises_naming(TypeError, "consumed"):
+            s.state_dict(consumed=bad)
+    with raises_naming(ValueError, "consumed"):
+        s.state_dict(consumed=len(s) + 1)
+    for bad, exc in (("3", TypeError), (2.5, TypeError), (-1, ValueError), (1 << 63, ValueError)):
+        with raises_naming(exc, "epoch"):
+            s.set_epoch(bad)
+    assert s.epoch == 0
+
+
+def genuine_state(pack):
+    """A state of epoch 4 with 37 samples consumed."""
+    s = ufspack.BlockSampler(pack, block_bytes=BLOCK, window=3, seed=11)
+    s.set_epoch(4)
+    consume(s, 37)
+    return s.state_dict()
+
+
+class _Drop:
+    def __repr__(self):
+        return "DROP"
+
+
+DROP = _Drop()  # a STATE_CASES value: delete the key
+STAGE = [4, 1, 37, 1, 1]
+STATE_CASES = [  # (where, value: DROP deletes it, exception, what the message names)
+    (("config",), [["block_bytes", BLOCK]], TypeError, "state['config'] must be a dict"),
+    (("config", "window"), DROP, ValueError, "state['config'] has no 'window'"),
+    (("config", "lanes"), 2, ValueError, "state['config'] has unexpected key(s) 'lanes'"),
+    (("config", "shuffle"), 1, TypeError, "state['config']['shuffle']"),
+    (("config", "seed"), 11.0, TypeError, "state['config']['seed']"),
+    (("epoch",), "4", TypeError, "state['epoch']"),
+    (("epoch",), 4.0, TypeError, "state['epoch']"),
+    (("epoch",), -1, ValueError, "state['epoch']"),
+    (("epoch",), 5, ValueError, "state['stages'][0][0] (epoch)"),
+    (("stages",), "4,1,37,1,1", TypeError, "state['stages']"),
+    (("stages",), [], ValueError, "state['stages']"),
+    (("stages",), [STAGE] * (MAX_STAGES + 1), ValueError, "state['stages']"),
+    (("stages",), [4, 1, 37, 1, 1], TypeError, "state['stages'][0] must be a list"),
+    (("stages",), [[4, 1, 37]], ValueError, "state['stages'][0]"),
+    (("stages",), [STAGE + [0]], ValueError, "state['stages'][0]"),
+    (("stages",), [STAGE, [3, 1, 10, 1, 1]], ValueError, "state['stages'][1][0] (epoch)"),
+    (("stages",), [[4, 1, 2.9, 1, 1]], TypeError, "state['stages'][0][2] (yielded)"),
+    (("stages",), [[4, 1, "37", 1, 1]], TypeError, "state['stages'][0][2] (yielded)"),
+    (("stages",), [[4, 1, -1, 1, 1]], ValueError, "state['stages'][0][2] (yielded)"),
+    (("stages",), [[4, 1, 501, 1, 1]], ValueError, "state['stages'][0][2] (yielded)"),
+    (("stages",), [[4, True, 37, 1, 1]], TypeError, "state['stages'][0][1] (replicas)"),
+    (("stages",), [[4, 0, 37, 1, 1]], ValueError, "state['stages'][0][1] (replicas)"),
+    (("stages",), [[4, MAX_REPLICAS + 1, 37, 1, 1]], ValueError,
+     "state['stages'][0][1] (replicas)"),
+    (("stages",), [[4, 1, 37, 0, 1]], ValueError, "state['stages'][0][3] (lanes)"),
+    (("stages",), [[4, 1, 37, MAX_WORKERS + 1, 8]], ValueError, "state['stages'][0][3] (lanes)"),
+    (("stages",), [[4, 1, 37, 2, 0]], ValueError, "state['stages'][0][4] (batch_size)"),
+    (("version",), 2.0, TypeError, "state['version']"),
+    (("version",), "2", TypeError, "state['version']"),
+    (("version",), 1, ValueError, "state['version'] is 1"),
+    (("stages",), DROP, ValueError, "state has no 'stages'"),
+    (("extra",), 0, ValueError, "state has unexpected key(s) 'extra'"),
+    (("pack_id",), 123, TypeError, "state['pack_id']"),
+    (("samples",), 500.0, TypeError, "state['samples']"),
+    (("samples",), "500", TypeError, "state['samples']"),
+]
+
+
+@pytest.mark.parametrize("where,value,exc,field", STATE_CASES,
+                         ids=[f"{'.'.join(c[0])}={c[1]!r:.20}" for c in STATE_CASES])
+def test_tampered_state_fields_are_named(raw_pack, where, value, exc, field):
+    pack = ufspack.Pack(raw_pack)
+    state = copy.deepcopy(genuine_state(pack))
+    parent = state
+    for key in where[:-1]:
+        parent = parent[key]
+    if value is DROP:
+        del parent[where[-1]]
+    else:
+        parent[where[-1]] = value
+    s = ufspack.BlockSampler(pack, block_bytes=BLOCK, window=3, seed=11)
+    with raises_naming(exc, field):
+        s.load_state_dict(state)
+    assert s.epoch == 0 and len(s) == len(pack)  # nothing of it was applied
+
+
+def test_state_of_another_type_and_numpy_fields(raw_pack):
+    pack = ufspack.Pack(raw_pack)
+    s = ufspack.BlockSampler(pack, block_bytes=BLOCK, window=3, seed=11)
+    state = genuine_state(pack)
+    for bad in ([state], "state", None):
+        with raises_naming(TypeError, "state must be a dict"):
+            s.load_state_dict(bad)
+    # numpy integers (a state that went through numpy) resume the same.
+    np_state = dict(state, epoch=np.int64(4), stages=[[np.int64(v) for v in state["stages"][0]]])
+    s.load_state_dict(np_state)
+    t = ufspack.BlockSampler(pack, block_bytes=BLOCK, window=3, seed=11)
+    t.load_state_dict(state)
+    assert list(s) == list(t) and len(s) == len(pack) - 37
+
+
+def test_state_taken_before_an_epoch_is_iterated(raw_pack):
+    """After set_epoch, and after load_state_dict, nothing of the epoch is
+    yielded yet: a state taken then resumes all of it (all of the rest)."""
+    pack = ufspack.Pack(raw_pack)
+    n = len(pack)
+    s = ufspack.BlockSampler(pack, block_bytes=BLOCK)
+    list(s)
+    s.set_epoch(1)
+    fresh = ufspack.BlockSampler(pack, block_bytes=BLOCK)
+    fresh.load_state_dict(s.state_dict())
+    assert fresh.epoch == 1 and sorted(fresh) == list(range(n))
+    first = consume(s, 100)
+    loaded = ufspack.BlockSampler(pack, block_bytes=BLOCK)
+    loaded.load_state_dict(s.state_dict())
+    again = ufspack.BlockSampler(pack, block_bytes=BLOCK)
+    again.load_state_dict(loaded.state_dict())  # taken before `loaded` yielded anything
+    rest = list(again)
+    assert sorted(first + rest) == list(range(n))
+
+
+def test_sorted_pack_warning_is_one_line_naming_the_pack(small_pack):
+    with pytest.warns(UserWarning) as got:
+        ufspack.BlockSampler(ufspack.MyImageFolder(small_pack))
+    (message,) = [str(w.message) for w in got]
+    assert message.startswith(f"BlockSampler: pack {small_pack!r} stores its samples in index "
+                              "order (an ImageFolder tree's: class after class)")
+    assert "\n" not in message and "--layout shuffled" in message
