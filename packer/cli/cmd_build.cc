@@ -59,10 +59,13 @@ far beyond what the archive can hold, and a damaged or truncated archive
 fail the build; links, devices and archives nested deeper are skipped
 and reported, encrypted members too with --skip-unreadable.
 WebDataset shards: several archives (shards/*.tar, with -o), a brace
-pattern ('shards-{000000..000099}.tar', quoted) or an {a,b} list, read
-one after another, in the order given, into one pack; their samples
-(000123.jpg, 000123.cls, ... sharing a key) stay together, and
---label-field labels them (or --flat packs them without classes).
+pattern ('shards-{000000..000099}.tar', quoted; at most 1,000,000 names)
+or an {a,b} list, read one after another, in the order given, into one
+pack.  An archive whose first member is a file at the top level is taken
+as shards: its samples (000123.jpg, 000123.cls, ... sharing a key) are
+packed with every field, without classes, each sample's files back to
+back; --label-field labels them.  An archive with no member is refused,
+as an empty directory is.
 
 Options:
   -o, --output <out>        output directory (default: ./<name of dir or
@@ -126,7 +129,8 @@ Options:
       --label-field <f>     archives (WebDataset shards): each sample's label
                             is the decimal number in its file of field <f>
                             (000123.cls for --label-field cls); the classes
-                            are 0, 1, ...; files need no class directory
+                            are 0, 1, ...; every field is kept (unless
+                            --extensions names some)
       --skip-unreadable     skip (and report) files or directories that cannot
                             be read or change while being read, instead of failing
   -q, --quiet               no progress and no summary
@@ -146,13 +150,14 @@ new data.ufs beside the old index.ufs would be a pack nobody can open).
 While a pack is replaced in place, a reader opening it between the two
 uploads gets an error "not one pack", never a mix of the two packs.
 
-Exit status: 0 packed, 1 failed (nothing written), 2 usage error,
-130 interrupted.
+Exit status: 0 packed, 1 failed (nothing written; a damaged or hostile
+source archive too), 2 usage error, 130 interrupted.
 
 Examples:
   ufspack build /nas/imagenet/train -o /nas/imagenet/train.ufspack
   ufspack build ILSVRC2012_img_train.tar -o /nas/imagenet/train.ufspack
-  ufspack build 'shards-{000000..000099}.tar' --label-field cls --all-files
+  ufspack build 'shards-{000000..000099}.tar' -o shards.ufspack
+  ufspack build 'shards-{000000..000099}.tar' --label-field cls
   ufspack build logs/ --flat --all-files --compress zstd:9 -o logs.pack
   ufspack build train/ -j64 --skip-unreadable --json > build.json
   ufspack build /data/train -o s3://my-bucket/datasets/train.ufspack
@@ -521,7 +526,9 @@ std::function<void(const BuildProgress&)> ProgressLine(const std::string& src,
 // A failed (or interrupted) build: the message, and the JSON object.
 int ReportFailure(const BuildArgs& a, const Status& s,
                   const BuildSummary& summary, bool upload_started) {
-  const int code = s.IsAborted() ? kExitInterrupted : ExitCodeFor(s);
+  // Never kExitCorrupt: that says a pack is damaged, and a build reads no
+  // pack; a damaged source (an archive's bad CRC) is a failure like any.
+  const int code = s.IsAborted() ? kExitInterrupted : kExitFailure;
   if (s.IsAborted()) {
     std::fprintf(stderr, "ufspack: interrupted; %s left as it was\n",
                  Printable(a.out).c_str());

@@ -18,6 +18,7 @@
 #include "archive_reader.h"
 #include "build_internal.h"
 #include "progress_reporter.h"
+#include "shard_pattern.h"
 #include "ufspack/reader.h"
 #include "ufspack/sample_writer.h"
 #include "ufspack/scan.h"
@@ -75,23 +76,47 @@ Status TreePath(const ArchiveReader& reader, std::string_view stored,
   return Status::OK();
 }
 
+// What the members of the archives are (docs/cli.md, "Building from an
+// archive").
+enum class Layout {
+  kUndecided,  // no member seen yet: decided by the first one
+  kTree,       // an ImageFolder tree: top-level directories are classes
+  kShards,     // WebDataset shards: top-level samples, no classes
+  kFlat,       // --flat: every file, no classes
+  kLabels,     // --label-field: samples labelled by one of their fields
+};
+
+// The layout the options impose, or kUndecided.
+Layout LayoutOf(const BuildOptions& options) {
+  if (!options.label_field.empty()) return Layout::kLabels;
+  if (options.scan.flat) return Layout::kFlat;
+  return Layout::kUndecided;
+}
+
 class ArchiveBuild {
  public:
   // `source`: as given (a path or a brace pattern); `archives`: its files.
+  // `layout`: kUndecided to take it from the first member.
   ArchiveBuild(const std::string& source, std::vector<std::string> archives,
-               const BuildOptions& options, BuildSummary* summary)
+               const BuildOptions& options, Layout layout,
+               BuildSummary* summary)
       : source_(source),
         archives_(std::move(archives)),
         options_(options),
         summary_(summary),
-        flat_(options.scan.flat),
-        by_label_(!options.label_field.empty()),
-        tree_classes_(!flat_ && !by_label_),
-        extensions_(NormalizeExtensions(options.scan.extensions)),
+        layout_(layout),
         reporter_(options) {}
 
+  // Builds the pack, or finds that the first member misled the layout's
+  // guess (a WebDataset-looking archive with class directories further
+  // on): then it leaves nothing behind and returns OK with
+  // needs_tree_layout() true, for a build with kTree to start over.
   Status Run(const std::string& out_dir) {
-    UFSPACK_RETURN_IF_ERROR(Prepare(out_dir));
+    out_dir_ = out_dir;
+    UFSPACK_RETURN_IF_ERROR(CheckOptions());
+    if (layout_ != Layout::kUndecided) {
+      UFSPACK_RETURN_IF_ERROR(CreateWriter());
+    }
     reporter_.progress()->scan_done = false;
     reporter_.Start();
     Status s;
@@ -102,12 +127,57 @@ class ArchiveBuild {
       consumed_ += reader_->bytes_consumed();
     }
     if (s.ok()) s = Finish();
-    if (!s.ok()) writer_->Abandon();
+    if (!s.ok() && writer_ != nullptr) writer_->Abandon();
+    if (needs_tree_layout_) {
+      writer_.reset();  // and its lock on out_dir, for the build that follows
+      return Status::OK();
+    }
     return s;
   }
 
+  bool needs_tree_layout() const { return needs_tree_layout_; }
+
  private:
-  Status Prepare(const std::string& out_dir) {
+  bool flat() const {
+    return layout_ == Layout::kFlat || layout_ == Layout::kShards;
+  }
+  bool by_label() const { return layout_ == Layout::kLabels; }
+  bool tree_classes() const { return layout_ == Layout::kTree; }
+
+  // The files a sample may hold: WebDataset samples keep every field
+  // (000123.cls, .json, .txt beside the image) unless --extensions chose
+  // some; trees keep the image files unless --all-files.
+  ScanOptions Selection() const {
+    ScanOptions scan = options_.scan;
+    if ((layout_ == Layout::kShards || layout_ == Layout::kLabels) &&
+        NormalizeExtensions(scan.extensions) ==
+            NormalizeExtensions(DefaultImageExtensions())) {
+      scan.all_files = true;
+    }
+    return scan;
+  }
+
+  // The first member decides an undecided layout: a file at the top level
+  // (000000.jpg) starts WebDataset shards; a directory, a file in one or a
+  // top-level archive (ImageNet's n01440764.tar) an ImageFolder tree.
+  // Under kShards, a member of the tree kind means the guess was wrong.
+  Status Decide(const ArchiveMember& m, const std::string& path, bool top) {
+    const bool tree_member = m.type == ArchiveMember::Type::kDirectory ||
+                             path.find('/') != std::string::npos ||
+                             (top && m.type == ArchiveMember::Type::kFile &&
+                              !ArchiveStem(path).empty());
+    if (layout_ == Layout::kUndecided) {
+      layout_ = tree_member ? Layout::kTree : Layout::kShards;
+      return CreateWriter();
+    }
+    if (layout_ == Layout::kShards && tree_member) {
+      needs_tree_layout_ = true;
+      return Status::Aborted("the archive holds class directories");
+    }
+    return Status::OK();
+  }
+
+  Status CheckOptions() {
     if (options_.parts > 1) {
       return Status::InvalidArgument(
           source_ +
@@ -120,12 +190,18 @@ class ArchiveBuild {
           ": --layout shuffled needs a tree; an archive's records are "
           "written in archive order (layout \"source\")");
     }
+    return Status::OK();
+  }
+
+  Status CreateWriter() {
+    scan_ = Selection();
+    extensions_ = NormalizeExtensions(scan_.extensions);
     SampleWriterOptions wo;
     wo.writer = options_.writer;
-    wo.writer.flat = flat_;
-    wo.labels_given = by_label_;
+    wo.writer.flat = flat();
+    wo.labels_given = by_label();
     wo.allow_empty = options_.scan.allow_empty;
-    return SampleWriter::Create(out_dir, wo, &writer_);
+    return SampleWriter::Create(out_dir_, wo, &writer_);
   }
 
   Status OpenArchive(const std::string& path) {
@@ -148,6 +224,7 @@ class ArchiveBuild {
       UFSPACK_RETURN_IF_ERROR(TreePath(*reader, m.name, &path));
       if (path.empty()) continue;  // "./" itself
       path = prefix + path;
+      if (prefix.empty()) UFSPACK_RETURN_IF_ERROR(Decide(m, path, top));
       UFSPACK_RETURN_IF_ERROR(Member(reader, m, path, top));
       reporter_.progress()->bytes_in = consumed_ + reader->bytes_consumed();
       reporter_.Tick(writer_->data_bytes());
@@ -158,7 +235,7 @@ class ArchiveBuild {
                 const std::string& path, bool top) {
     const size_t slash = path.find('/');
     if (m.type == ArchiveMember::Type::kDirectory) {
-      if (tree_classes_) classes_.insert(path.substr(0, slash));
+      if (tree_classes()) classes_.insert(path.substr(0, slash));
       return Status::OK();
     }
     const std::string_view stem = ArchiveStem(path);
@@ -166,7 +243,7 @@ class ArchiveBuild {
         m.type == ArchiveMember::Type::kFile) {
       return Nested(reader, std::string(stem));
     }
-    if (tree_classes_ && slash == std::string::npos) {
+    if (tree_classes() && slash == std::string::npos) {
       // Not in a class: ImageFolder lists only directories at the top (a
       // link to one would be a class; it is not followed).
       top_files_++;
@@ -174,15 +251,15 @@ class ArchiveBuild {
                  ? Skip(path, "a symbolic link, not followed")
                  : Status::OK();
     }
-    if (tree_classes_) classes_.insert(path.substr(0, slash));
-    if (by_label_ && m.type == ArchiveMember::Type::kFile) {
+    if (tree_classes()) classes_.insert(path.substr(0, slash));
+    if (by_label() && m.type == ArchiveMember::Type::kFile) {
       std::string_view key, field;
       Reader::SplitSampleName(path, &key, &field);
       if (field == options_.label_field) return LabelMember(reader, m, path);
     }
     const std::string_view file = std::string_view(path).substr(
         path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
-    if (!options_.scan.all_files && !HasAllowedExtension(file, extensions_)) {
+    if (!scan_.all_files && !HasAllowedExtension(file, extensions_)) {
       if (!ArchiveStem(file).empty()) {  // not extracted: say so
         return Skip(path,
                     top ? "an archive below the top level (only top-level "
@@ -255,7 +332,7 @@ class ArchiveBuild {
     }
     const std::string_view file =
         std::string_view(path).substr(path.rfind('/') + 1);
-    if (!options_.scan.all_files && !HasAllowedExtension(file, extensions_)) {
+    if (!scan_.all_files && !HasAllowedExtension(file, extensions_)) {
       ++summary_->not_matching;
       return Status::OK();
     }
@@ -267,7 +344,7 @@ class ArchiveBuild {
   Status Nested(ArchiveReader* outer, const std::string& cls) {
     std::unique_ptr<ArchiveReader> inner;
     UFSPACK_RETURN_IF_ERROR(ArchiveReader::OpenNested(outer, &inner));
-    if (tree_classes_) classes_.insert(cls);
+    if (tree_classes()) classes_.insert(cls);
     return Walk(inner.get(), cls + "/", /*top=*/false);
   }
 
@@ -357,7 +434,21 @@ class ArchiveBuild {
   }
 
   Status Finish() {
-    if (tree_classes_ && classes_.empty() && top_files_ > 0) {
+    if (writer_ == nullptr) {  // not one member
+      return Status::InvalidArgument(
+          source_ + ": " +
+          (archives_.size() > 1 ? "the archives hold" : "the archive holds") +
+          " no member: nothing to pack (an empty directory is refused the "
+          "same way)");
+    }
+    if (!tree_classes() && writer_->sample_count() == 0) {
+      return Status::InvalidArgument(
+          source_ + ": no file to pack: none of its " +
+          std::to_string(summary_->not_matching + summary_->skipped) +
+          " members is a regular file matching the selection (" +
+          ExtensionSelection(scan_) + ")");
+    }
+    if (tree_classes() && classes_.empty() && top_files_ > 0) {
       return Status::InvalidArgument(
           source_ +
           ": no class directories (top-level directories or "
@@ -369,7 +460,7 @@ class ArchiveBuild {
     for (const std::string& c : classes_) {
       UFSPACK_RETURN_IF_ERROR(writer_->AddClass(c));
     }
-    if (by_label_) {
+    if (by_label()) {
       writer_->SetLabelOf([this](std::string_view name, uint32_t* label) {
         std::string_view key, field;
         Reader::SplitSampleName(name, &key, &field);
@@ -386,7 +477,7 @@ class ArchiveBuild {
     UFSPACK_RETURN_IF_ERROR(writer_->SetMetadata(kMetaSourceRoot, source_));
     UFSPACK_RETURN_IF_ERROR(writer_->SetMetadata(kMetaLayout, "source"));
     UFSPACK_RETURN_IF_ERROR(writer_->SetMetadata(
-        kMetaExtensions, ExtensionSelection(options_.scan)));
+        kMetaExtensions, ExtensionSelection(scan_)));
     Status s = writer_->Finish(&summary_->pack_id);
     if (!s.ok()) {
       // SampleWriter's own errors (a name twice, an empty class) name the
@@ -403,7 +494,7 @@ class ArchiveBuild {
     summary_->index_path = writer_->out_dir() + "/" + kIndexFileName;
     summary_->data_path = writer_->out_dir() + "/" + kDataFileName;
     summary_->files = writer_->sample_count();
-    summary_->classes = flat_ ? 0 : writer_->classes().size();
+    summary_->classes = flat() ? 0 : writer_->classes().size();
     summary_->compressed = writer_->compressed_count();
     summary_->bytes_in = sample_bytes_;
     summary_->bytes_out = writer_->data_bytes();
@@ -421,10 +512,11 @@ class ArchiveBuild {
   std::map<std::string, uint32_t> labels_;  // --label-field: key -> label
   const BuildOptions& options_;
   BuildSummary* summary_;
-  const bool flat_;
-  const bool by_label_;      // --label-field: labels from a field
-  const bool tree_classes_;  // classes are top-level directories
-  const std::vector<std::string> extensions_;
+  Layout layout_;
+  bool needs_tree_layout_ = false;  // Decide() found the guess wrong
+  std::string out_dir_;
+  ScanOptions scan_;  // the files taken, for the layout (Selection())
+  std::vector<std::string> extensions_;  // scan_'s, normalized
   ProgressReporter reporter_;
   uint64_t archive_bytes_ = 0;
   uint64_t sample_bytes_ = 0;
@@ -441,54 +533,6 @@ bool IsArchiveSource(const std::string& src) {
   if (::stat(src.c_str(), &st) == 0) return S_ISREG(st.st_mode);
   return src.find('{') != std::string::npos &&
          src.find('}') != std::string::npos;
-}
-
-Status ExpandShards(const std::string& pattern, std::vector<std::string>* out) {
-  out->clear();
-  const size_t open = pattern.find('{');
-  const size_t close =
-      open == std::string::npos ? open : pattern.find('}', open);
-  if (close == std::string::npos) {
-    out->push_back(pattern);
-    return Status::OK();
-  }
-  const std::string head = pattern.substr(0, open);
-  const std::string body = pattern.substr(open + 1, close - open - 1);
-  std::vector<std::string> tails;
-  UFSPACK_RETURN_IF_ERROR(ExpandShards(pattern.substr(close + 1), &tails));
-  std::vector<std::string> items;
-  const size_t dots = body.find("..");
-  if (dots != std::string::npos) {
-    const std::string a = body.substr(0, dots), b = body.substr(dots + 2);
-    auto digits = [](const std::string& x) {
-      return !x.empty() && x.size() <= 18 &&
-             x.find_first_not_of("0123456789") == std::string::npos;
-    };
-    if (!digits(a) || !digits(b) || std::stoull(a) > std::stoull(b) ||
-        std::stoull(b) - std::stoull(a) >= 10000000) {
-      return Status::InvalidArgument(
-          pattern + ": '{" + body +
-          "}' is not a range of shard numbers (expected {FIRST..LAST}, "
-          "FIRST <= LAST, e.g. {000000..000099})");
-    }
-    const size_t width = a.size();  // zero padded to FIRST's digits
-    for (uint64_t v = std::stoull(a); v <= std::stoull(b); ++v) {
-      std::string n = std::to_string(v);
-      if (n.size() < width) n.insert(0, width - n.size(), '0');
-      items.push_back(n);
-    }
-  } else {
-    for (size_t at = 0;;) {
-      const size_t comma = body.find(',', at);
-      items.push_back(body.substr(at, comma - at));
-      if (comma == std::string::npos) break;
-      at = comma + 1;
-    }
-  }
-  for (const std::string& i : items) {
-    for (const std::string& t : tails) out->push_back(head + i + t);
-  }
-  return Status::OK();
 }
 
 Status BuildFromArchives(const std::vector<std::string>& sources,
@@ -519,8 +563,15 @@ Status BuildFromArchives(const std::vector<std::string>& sources,
     return Status::InvalidArgument(
         "--label-field gives the pack classes; it does not go with --flat");
   }
-  ArchiveBuild build(source, std::move(archives), options, summary);
+  ArchiveBuild build(source, archives, options, LayoutOf(options), summary);
   Status s = build.Run(out_dir);
+  if (s.ok() && build.needs_tree_layout()) {
+    // Read again as a tree: what the first pass counted does not stand.
+    *summary = BuildSummary();
+    ArchiveBuild tree(source, std::move(archives), options, Layout::kTree,
+                      summary);
+    s = tree.Run(out_dir);
+  }
   summary->seconds = SecondsSince(t0);
   summary->scan_seconds = 0;
   return s;

@@ -8,6 +8,11 @@
 // (docs/cli.md, "Building from an archive").  Records go to data.ufs in
 // archive order (metadata kMetaLayout "source"); the index is in
 // ImageFolder order, so the pack reads exactly as a build of that tree.
+// Archives whose first member is a file at the top level are WebDataset
+// shards: a pack without classes of every sample with all its fields
+// (000123.jpg, 000123.cls, ...), labelled with --label-field; should a
+// class directory follow after all, the archives are read again as a tree.
+// An archive with no member is refused, as an empty tree is.
 //
 // The archive is untrusted: a member named with '..' or an absolute path,
 // a size beyond what its archive can hold compressed (kMaxExpansion), a
@@ -33,14 +38,8 @@ namespace internal {
 
 // Whether BuildPack takes `src` as archives: a regular file (or a symlink
 // to one), or a path that does not exist and holds a brace pattern
-// (WebDataset's shard lists, ExpandShards).
+// (WebDataset's shard lists, ExpandShards in shard_pattern.h).
 bool IsArchiveSource(const std::string& src);
-
-// The files of a shard pattern, in order: each {FIRST..LAST} a range of
-// zero-padded numbers (as wide as FIRST), each {a,b,c} a list; several
-// groups multiply.  A path without braces is itself.  InvalidArgument for
-// a range that is not one.
-Status ExpandShards(const std::string& pattern, std::vector<std::string>* out);
 
 // No member may declare more than this many bytes per byte of the archive
 // file (deflate's limit is about 1032; more is a zip bomb).

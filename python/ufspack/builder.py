@@ -80,9 +80,14 @@ def build(
     archive"); ``layout="shuffled"`` and ``parts`` need a tree.  A brace
     pattern (``"shards-{000000..000099}.tar"``) or a list of archive paths
     (``sorted(glob.glob("shards/*.tar"))``) names several archives
-    (WebDataset shards), packed into one pack in that order; ``label_field="cls"`` labels
-    each sample by the number in its ``.cls`` file (classes ``"0"``, ``"1"``,
-    ...), as ``--label-field``.
+    (WebDataset shards), packed into one pack in that order (at most 1,000,000
+    names).  Archives whose first member is a file at the top level are taken
+    as WebDataset shards: their samples are packed with every field
+    (``000123.jpg``, ``.cls``, ``.json``) and without classes;
+    ``label_field="cls"`` labels each sample by the number in its ``.cls``
+    file (classes ``"0"``, ``"1"``, ...), as ``--label-field``; ``extensions``
+    keeps only the fields named.  An archive with no member is refused
+    (``ValueError``), as an empty directory is.
 
     ``dst`` may be an ``s3://bucket/prefix`` URL: the pack is built in a
     fresh directory under ``staging`` (default: the system's temporary

@@ -208,3 +208,47 @@ def test_options_an_archive_cannot_take(small_tree, tmp_path):
         ufspack.build(archive, str(tmp_path / "p"), layout="shuffled", progress=False)
     with pytest.raises(ValueError, match="one pass"):
         ufspack.build(archive, str(tmp_path / "p"), parts=2, part=0, progress=False)
+
+
+def empty_zip():
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w"):
+        pass
+    return buf.getvalue()  # its end record alone: 22 bytes
+
+
+@pytest.mark.parametrize("name,data", [
+    ("zero.tar", b""),
+    ("zeros.tar", b"\0" * 10240),
+    ("end-only.zip", empty_zip()),
+])
+def test_an_empty_archive_is_refused_as_an_empty_tree_is(tmp_path, name, data):
+    archive = tmp_path / name
+    archive.write_bytes(data)
+    out = tmp_path / "p"
+    with pytest.raises(ValueError, match=f"{name}: the archive holds no member: nothing to pack"):
+        ufspack.build(str(archive), str(out), progress=False)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no class directories"):
+        ufspack.build(str(tmp_path / "empty"), str(out), progress=False)
+    cli = os.environ.get("UFSPACK_CLI", "ufspack")
+    r = subprocess.run([cli, "build", str(archive), "-o", str(out)], capture_output=True, text=True)
+    assert r.returncode == 1 and "nothing to pack" in r.stderr, r
+    assert not out.exists() or os.listdir(out) == []
+
+
+def test_refused_archive_builds_exit_1_not_the_damaged_pack_status(small_tree, tmp_path):
+    # docs/cli.md: 3 says a pack is damaged; a damaged source is a failure.
+    cut = tmp_path / "cut.tar"
+    cut.write_bytes(open(tar_tree(small_tree, str(tmp_path / "t.tar")), "rb").read()[:30000])
+    bomb = tarfile.TarInfo("a/bomb.jpg")
+    bomb.size = 10 ** 10
+    (tmp_path / "bomb.tar").write_bytes(bomb.tobuf() + b"\0" * 4096)
+    evil = hostile(tmp_path, lambda t: add_bytes(t, "../evil.jpg", b"x"))
+    cli = os.environ.get("UFSPACK_CLI", "ufspack")
+    for archive, why in [(str(cut), "cut.tar"), (str(tmp_path / "bomb.tar"), "declares"),
+                         (evil, "'..' component")]:
+        r = subprocess.run([cli, "build", archive, "-o", str(tmp_path / "p"), "--json"],
+                           capture_output=True, text=True)
+        assert r.returncode == 1 and why in r.stderr, (archive, r)
+        assert '"exit_code":1' in r.stdout

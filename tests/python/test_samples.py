@@ -274,8 +274,16 @@ def test_webdataset_shard_errors(tmp_path):
     pattern = str(tmp_path / "shards-{000000..000001}.tar")
     with pytest.raises(ufspack.CorruptPackError, match="sample '000005' has no 'cls' field"):
         ufspack.build(pattern, str(tmp_path / "p"), all_files=True, label_field="cls", progress=False)
-    with pytest.raises(ValueError, match="no class directories.*--label-field"):
-        ufspack.build(pattern, str(tmp_path / "p"), all_files=True, progress=False)
+    # Without --label-field: the samples without classes, every field.
+    s = ufspack.build(pattern, str(tmp_path / "plain"), progress=False)
+    assert s["files"] == 23 and s["classes"] == 0
+    # A pattern is bounded before it is expanded (this one: 23 GB of names).
+    with pytest.raises(ValueError, match="its 3 brace groups would make 1,000,000,000 names, "
+                                         "more than the limit of 1,000,000"):
+        ufspack.build(str(tmp_path / "sh-{0..999}{0..999}{0..999}.tar"), str(tmp_path / "p"),
+                      progress=False)
+    with pytest.raises(ValueError, match=r"'\{0..99999999\}' is a range of 100,000,000 shards"):
+        ufspack.build(str(tmp_path / "sh-{0..99999999}.tar"), str(tmp_path / "p"), progress=False)
     with pytest.raises(FileNotFoundError, match="shards-000002.tar"):
         ufspack.build(str(tmp_path / "shards-{000000..000002}.tar"), str(tmp_path / "p"),
                       progress=False)
@@ -298,3 +306,51 @@ def test_webdataset_shard_errors(tmp_path):
     r = subprocess.run([cli, "build", pattern, "--flat", "-o", str(tmp_path / "images")],
                        capture_output=True, text=True, check=True)
     assert "left out 15 archive members whose names do not match the extensions" in r.stdout
+
+
+def test_the_plain_command_packs_webdataset_shards_with_every_field(tmp_path):
+    # No --flat, --all-files or --label-field: top-level samples are shards.
+    write_shards(tmp_path, 3, 4)
+    cli = os.environ.get("UFSPACK_CLI", "ufspack")
+    out = str(tmp_path / "plain")
+    r = subprocess.run([cli, "build", str(tmp_path / "shards-{000000..000002}.tar"), "-o", out],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    flat = str(tmp_path / "flat")
+    ufspack.build(str(tmp_path / "shards-{000000..000002}.tar"), flat, flat=True, all_files=True,
+                  progress=False)
+    assert records_of(out) == records_of(flat)
+    pack = ufspack.Pack(out)
+    assert pack.classes == [] and len(pack) == 36
+    ds = ufspack.SampleDataset(out, fields=("jpg", "cls", "txt"), decode=False)
+    assert sorted(ds[i] for i in range(len(ds))) == sorted(
+        (jpeg(i), str(i % 3).encode(), b"caption %d" % i) for i in range(12))
+    # --label-field keeps every field too; --extensions still chooses.
+    labelled = str(tmp_path / "labelled")
+    s = ufspack.build(str(tmp_path / "shards-{000000..000002}.tar"), labelled, label_field="cls",
+                      progress=False)
+    assert s["files"] == 36 and s["classes"] == 3 and s["not_matching"] == 0
+    assert ufspack.SampleDataset(labelled, fields=("jpg", "cls", "txt"), decode=False)[0][2]
+    chosen = ufspack.build(str(tmp_path / "shards-{000000..000002}.tar"), str(tmp_path / "c"),
+                           extensions=[".jpg", ".cls"], progress=False)
+    assert chosen["files"] == 24 and chosen["not_matching"] == 12
+
+
+def test_an_archive_that_begins_like_shards_but_holds_classes_is_a_tree(tmp_path):
+    # A README at the top, then class directories: ImageFolder's tree, read
+    # again from the start as one (the README in no class is left out).
+    archive = str(tmp_path / "t.tar")
+    tree = tmp_path / "tree"
+    with tarfile.open(archive, "w") as t:
+        for name, data in [("README.txt", b"read me"), ("cat/0.jpg", jpeg(0)),
+                           ("dog/1.jpg", jpeg(1)), ("cat/2.jpg", jpeg(2))]:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            (tree / name).write_bytes(data)
+    s = ufspack.build(archive, str(tmp_path / "p"), progress=False)
+    assert s["files"] == 3 and s["classes"] == 2 and s["skipped"] == 0
+    ufspack.build(str(tree), str(tmp_path / "q"), progress=False)
+    assert records_of(str(tmp_path / "p")) == records_of(str(tmp_path / "q"))
+    assert ufspack.Pack(str(tmp_path / "p")).classes == ["cat", "dog"]
