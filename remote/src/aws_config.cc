@@ -161,6 +161,8 @@ class Loader {
   }
 
   static Status CheckUrl(const std::string& where, const std::string& url) {
+    // Its host goes into the Host header.
+    UFSPACK_RETURN_IF_ERROR(CheckNoControlCharacters(url, where, ""));
     const std::string lower = AsciiLower(url);
     if (StartsWith(lower, "http://") || StartsWith(lower, "https://")) {
       return Status::OK();

@@ -80,8 +80,11 @@ struct AwsSettings {
 // profile with unsupported credential sources and no keys, or a
 // configured credential_process or container endpoint that fails is an
 // error naming the provider, the file or URL and what was expected.
-// EC2 instance metadata is the last resort: when it fails the requests
-// are anonymous and credentials_source says why.
+// EC2 instance metadata is the last resort: when it cannot be reached,
+// refuses or has no role the requests are anonymous and
+// credentials_source says why; an answer that is not usable credentials
+// is an error.  Credentials or tokens with control characters are errors
+// naming the provider and field, never the value.
 Status LoadAwsSettings(const EnvLookup& env, AwsSettings* settings);
 
 // LoadAwsSettings with the process environment (::getenv).

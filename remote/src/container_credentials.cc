@@ -44,12 +44,14 @@ class ContainerProvider final : public CredentialsProvider {
   Status Fetch(TimedCredentials* out) override {
     std::vector<Header> headers;
     std::string token = token_;
+    std::string from = "AWS_CONTAINER_AUTHORIZATION_TOKEN";
     if (!token_file_.empty()) {
-      UFSPACK_RETURN_IF_ERROR(ReadTokenFile(
-          token_file_,
-          Name() + ": AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE " + token_file_,
-          &token));
+      from = "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE " + token_file_;
+      UFSPACK_RETURN_IF_ERROR(
+          ReadTokenFile(token_file_, Name() + ": " + from, &token));
     }
+    // It is sent as the Authorization header's value.
+    UFSPACK_RETURN_IF_ERROR(CheckNoControlCharacters(token, Name(), from));
     if (!token.empty()) headers.emplace_back("Authorization", token);
     std::string body;
     UFSPACK_RETURN_IF_ERROR(

@@ -209,7 +209,10 @@ class Chain {
                outcome, done);
   }
 
-  // The last resort: a failure means anonymous requests, not an error.
+  // The last resort: no answer, a refusal or no role means anonymous
+  // requests, not an error; an answer that is not usable credentials (a
+  // malformed document, a token or key with control characters:
+  // InvalidArgument) is an error, as from any other configured provider.
   Status Imds(std::string* outcome, bool* done) {
     *done = true;
     std::unique_ptr<CredentialsProvider> provider;
@@ -226,6 +229,9 @@ class Chain {
         SharedCredentialsCache(key, [&] { return std::move(provider); });
     std::shared_ptr<const Credentials> current;
     Status s = imds->Get(&current);
+    if (s.IsInvalidArgument()) {
+      return s.WithContext("AWS credentials for profile '" + c_.profile + "'");
+    }
     if (!s.ok()) {
       *outcome =
           "failed, so requests are unsigned: " + std::string(s.message());
@@ -632,6 +638,11 @@ std::string StsEndpoint(const EnvLookup& env, const std::string& region) {
 
 Status ResolveCredentials(const ChainContext& context, ChainResult* result) {
   *result = ChainResult();
+  // STS's endpoint (StsEndpoint) goes into the URL and Host header.
+  for (const char* variable : {"AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL"}) {
+    UFSPACK_RETURN_IF_ERROR(CheckNoControlCharacters(
+        EnvValue(context.env, variable), variable, ""));
+  }
   return Chain(context, result).Resolve();
 }
 

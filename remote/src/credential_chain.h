@@ -19,7 +19,9 @@
 //                       AWS_EC2_METADATA_DISABLED=true
 // The first provider that is configured is used; when it fails that is
 // the error (no fall back to the next one).  EC2 metadata is the last
-// resort: when it fails the requests are anonymous.
+// resort: when it cannot be reached, refuses or has no role the requests
+// are anonymous; when it answers with credentials that are not usable
+// (malformed, or a token or key with control characters) that is an error.
 //
 // Thread safety: ResolveCredentials may be called from any thread; the
 // caches it returns are process-wide (SharedCredentialsCache).

@@ -4,6 +4,7 @@
 // credentials.h).
 #include "credentials.h"
 
+#include <cstdio>
 #include <utility>
 
 namespace ufspack {
@@ -38,6 +39,32 @@ std::string AsciiLower(std::string s) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   }
   return s;
+}
+
+Status CheckNoControlCharacters(const std::string& value,
+                                const std::string& source,
+                                const std::string& field) {
+  for (size_t i = 0; i < value.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(value[i]);
+    if (c >= 0x20 && c != 0x7f) continue;
+    char byte[8];
+    std::snprintf(byte, sizeof(byte), "0x%02x", c);
+    return Status::InvalidArgument(
+        source + (field.empty() ? "" : ": " + field) +
+        ": expected no control characters; found byte " + byte + " at offset " +
+        std::to_string(i) + " (the value is not shown)");
+  }
+  return Status::OK();
+}
+
+Status CheckCredentials(const Credentials& credentials,
+                        const std::string& source) {
+  UFSPACK_RETURN_IF_ERROR(CheckNoControlCharacters(credentials.access_key_id,
+                                                   source, "AccessKeyId"));
+  UFSPACK_RETURN_IF_ERROR(CheckNoControlCharacters(
+      credentials.secret_access_key, source, "SecretAccessKey"));
+  return CheckNoControlCharacters(credentials.session_token, source,
+                                  "SessionToken");
 }
 
 std::unique_ptr<CredentialsProvider> MakeStaticProvider(

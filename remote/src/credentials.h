@@ -55,6 +55,25 @@ class CredentialsProvider {
 std::unique_ptr<CredentialsProvider> MakeStaticProvider(
     const Credentials& credentials, const std::string& name);
 
+// OK when `value` holds no control character (a byte below 0x20, or
+// 0x7f).  Credentials and tokens go into HTTP header lines and SigV4's
+// string to sign, where CR LF would end the line and start a header of
+// the value's choosing.  Otherwise InvalidArgument naming `source` (the
+// provider, a variable) and `field` (if not empty), the byte and its
+// offset, never the value:
+//   "environment: SessionToken: expected no control characters; found
+//    byte 0x0d at offset 12 (the value is not shown)"
+Status CheckNoControlCharacters(const std::string& value,
+                                const std::string& source,
+                                const std::string& field);
+
+// CheckNoControlCharacters of every field of `credentials` (AccessKeyId,
+// SecretAccessKey, SessionToken).  CredentialsCache applies it to every
+// fetch of every provider, so no provider can hand out credentials that
+// fail it.
+Status CheckCredentials(const Credentials& credentials,
+                        const std::string& source);
+
 }  // namespace remote
 }  // namespace ufspack
 

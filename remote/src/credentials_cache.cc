@@ -130,6 +130,9 @@ Status CredentialsCache::Record(Status s, const TimedCredentials& fresh,
                                 int64_t after) {
   refreshing_ = false;
   ++fetches_;
+  // Every provider's credentials pass here: none that would break a
+  // header line or the string to sign is ever held.
+  if (s.ok()) s = CheckCredentials(fresh.credentials, provider_->Name());
   if (s.ok() && fresh.expiration != 0 && fresh.expiration <= after) {
     s = Status::InvalidArgument(provider_->Name() +
                                 ": expected credentials that expire in the "

@@ -13,6 +13,10 @@
 // credentials left fails the requests asking and is retried at most once
 // per kFailureBackoffSeconds.
 //
+// Checked: every fetch's credentials pass CheckCredentials (credentials.h)
+// before they are held; one that fails is a failed fetch (the error names
+// the provider and the field, never the value).
+//
 // Thread safety: CredentialsCache is safe for concurrent use; its provider
 // is called by one thread at a time (the cache's refresher).
 // Fork: a child keeps the parent's cached credentials (plain data, copied

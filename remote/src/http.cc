@@ -150,7 +150,9 @@ struct Active {
   curl_slist* headers = nullptr;
   char errbuf[CURL_ERROR_SIZE] = {0};
   bool too_long = false;
-  bool sign_failed = false;  // Start() failed because the signer did
+  // Start() refused the transfer before libcurl saw it (the signer failed,
+  // or a header was unsafe); t->status says why.
+  bool refused = false;
   std::chrono::steady_clock::time_point first_start;
   bool started = false;
 };
@@ -399,20 +401,67 @@ void Classify(Active* a, CURLcode rc) {
   }
 }
 
-// Starts an attempt of a->t; false when the signer fails (no usable
-// credentials: a->sign_failed, t->status says why) or libcurl cannot make
-// a handle (out of memory).
+// `s` with control characters as \xHH, for naming a header in a message.
+std::string Printable(const std::string& s) {
+  std::string out;
+  for (const char c : s) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7f) {
+      out.push_back(c);
+      continue;
+    }
+    char hex[8];
+    std::snprintf(hex, sizeof(hex), "\\x%02x", u);
+    out += hex;
+  }
+  return out;
+}
+
+// OK when no header name or value of `headers` holds CR, LF or NUL.
+// libcurl sends each header line as given: CR or LF would end the line
+// and start a header of the value's choosing (whatever the value's
+// source), NUL would cut it short.  The error names the request and the
+// header, never the value (it may be a token).
+Status CheckHeaders(const Transfer& t, const std::vector<Header>& headers) {
+  static const std::string kBreaks("\r\n\0", 3);
+  for (const Header& h : headers) {
+    const bool in_name = h.first.find_first_of(kBreaks) != std::string::npos;
+    const std::string& part = in_name ? h.first : h.second;
+    const size_t bad = part.find_first_of(kBreaks);
+    if (bad == std::string::npos) continue;
+    char byte[8];
+    std::snprintf(byte, sizeof(byte), "0x%02x",
+                  static_cast<unsigned char>(part[bad]));
+    return Status::InvalidArgument(
+        Describe(t) + ": header '" + Printable(h.first) + "': expected " +
+        (in_name ? "a name" : "a value") + " without CR, LF or NUL; found " +
+        byte + " at offset " + std::to_string(bad) +
+        (in_name ? "" : " (the value is not shown)") + "; not sent");
+  }
+  return Status::OK();
+}
+
+// Starts an attempt of a->t; false when it is refused before libcurl (the
+// signer fails: no usable credentials; or a header holds CR, LF or NUL:
+// a->refused, t->status says why) or libcurl cannot make a handle (out of
+// memory).
 bool Start(Session* s, Active* a, const RemoteOptions& options) {
   Transfer* t = a->t;
   std::vector<Header> headers = t->headers;
-  a->sign_failed = false;
+  a->refused = false;
   if (t->sign) {
     Status signed_ok = t->sign(*t, &headers);
     if (!signed_ok.ok()) {
       t->status = signed_ok.WithContext(Describe(*t));
-      a->sign_failed = true;
+      a->refused = true;
       return false;
     }
+  }
+  Status safe = CheckHeaders(*t, headers);
+  if (!safe.ok()) {
+    t->status = std::move(safe);
+    a->refused = true;
+    return false;
   }
   CURL* e = s->Easy();
   a->easy = e;
@@ -559,7 +608,7 @@ Status RunTransfers(Transfer* const* transfers, size_t count,
         break;
       }
       if (!Start(s, &actives[k], options)) {
-        if (!actives[k].sign_failed) {
+        if (!actives[k].refused) {
           transfers[k]->status =
               Status::IOError(Describe(*transfers[k]) +
                               ": libcurl could not start a transfer "

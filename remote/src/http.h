@@ -52,7 +52,10 @@ struct Transfer {
   // Hex SHA-256 of the body when the caller already has it (an upload
   // part hashed once for all its attempts); empty: the signer hashes it.
   std::string payload_sha256;
-  std::vector<Header> headers;  // sent on every attempt
+  // Sent on every attempt.  A name or value holding CR, LF or NUL (here or
+  // added by `sign`) fails the transfer with InvalidArgument naming it
+  // (never the value) before anything is sent, not retried.
+  std::vector<Header> headers;
   // Called before every attempt to add per-attempt headers (a SigV4
   // signature with the attempt's date and the credentials current then).
   // An error (no usable credentials) fails the transfer, not retried.

@@ -72,6 +72,9 @@ class ImdsProvider final : public CredentialsProvider {
                         Name() + ": session token", MetadataOptions(), &token,
                         "", &code);
     if (s.ok() && !token.empty()) {
+      // Sent back as a header's value.
+      UFSPACK_RETURN_IF_ERROR(CheckNoControlCharacters(
+          token, Name(), "session token (PUT /latest/api/token)"));
       auth->emplace_back("X-aws-ec2-metadata-token", token);
       return Status::OK();
     }

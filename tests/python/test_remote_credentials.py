@@ -3,7 +3,9 @@ that accepts only instance-metadata credentials expiring every 4 s, read by
 8 forked DataLoader workers across two refresh periods: every read succeeds,
 and each worker refreshes on its own at most once per period (no worker
 reuses stale credentials, none hammers the metadata service).
-tests/remote/credserver.py is the emulator (IMDSv2 + a SigV4-checking S3)."""
+tests/remote/credserver.py is the emulator (IMDSv2 + a SigV4-checking S3).
+Also: a credential or token holding CR LF never smuggles a header line
+onto the wire (issue 41); the emulator counts any that arrives."""
 
 import json
 import os
@@ -84,3 +86,100 @@ def test_forked_dataloader_workers_refresh_once_per_period(emulator, tmp_path):
     assert 1 + WORKERS <= fetched <= 1 + 3 * WORKERS, counts
     # No secret in anything the reader printed.
     assert "TOKEN" not in r.stdout + r.stderr and "ASIA" not in r.stdout + r.stderr
+
+
+# --- header injection: a credential with CR LF must never reach the wire
+
+INJECTION = "\r\nX-Injected: yes"
+SECRET = "PLANTEDsecretKEY0123456789abcdef"
+TOKEN = "PLANTEDsessionTOKEN0123456789"
+
+
+@pytest.fixture(scope="module")
+def injection_server(small_pack, tmp_path_factory):
+    """credserver.py serving small_pack, which counts every request that
+    arrives with an X-Injected header."""
+    d = tmp_path_factory.mktemp("injection")
+    port_file = str(d / "port")
+    (d / "object.bin").write_bytes(b"x")
+    proc = subprocess.Popen([sys.executable, CREDSERVER, "--object", str(d / "object.bin"),
+                             "--port-file", port_file, "--pack", small_pack, "--lifetime", "600"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        for _ in range(200):  # bounded: 10 s
+            if os.path.exists(port_file):
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("credserver.py did not start: " + proc.stderr.read().decode())
+        with open(port_file) as f:
+            yield json.loads(f.read())["url"]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _server(url, path, body=None):
+    with urllib.request.urlopen(url + path, data=body, timeout=10) as f:
+        return f.read()
+
+
+def _process(tmp_path, doc):
+    """A credential_process script printing `doc` as JSON; its config file."""
+    script = tmp_path / "cred-proc.sh"
+    script.write_text("#!/bin/sh\ncat <<'EOF'\n" + json.dumps(doc) + "\nEOF\n")
+    script.chmod(0o755)
+    config = tmp_path / "config"
+    config.write_text(f"[profile work]\ncredential_process = {script}\n")
+    return {"AWS_CONFIG_FILE": str(config), "AWS_PROFILE": "work"}
+
+
+# (case, the provider and field the error must name, the environment)
+CASES = [
+    ("process-access-key-id", "credential_process of profile 'work'", "AccessKeyId",
+     lambda url, tmp: _process(tmp, {"Version": 1, "AccessKeyId": "AKIDPROC" + INJECTION,
+                                     "SecretAccessKey": SECRET})),
+    ("process-session-token", "credential_process of profile 'work'", "SessionToken",
+     lambda url, tmp: _process(tmp, {"Version": 1, "AccessKeyId": "AKIDPROC",
+                                     "SecretAccessKey": SECRET, "SessionToken": TOKEN + INJECTION})),
+    ("environment", "environment", "SessionToken",
+     lambda url, tmp: {"AWS_ACCESS_KEY_ID": "AKIDENV", "AWS_SECRET_ACCESS_KEY": SECRET,
+                       "AWS_SESSION_TOKEN": TOKEN + INJECTION}),
+    ("container-token", "container credentials (", "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+     lambda url, tmp: {"AWS_CONTAINER_CREDENTIALS_FULL_URI": url + "/container/creds",
+                       "AWS_CONTAINER_AUTHORIZATION_TOKEN": TOKEN + INJECTION}),
+    ("imds-token", "EC2 instance metadata (IMDSv2, ", "session token (PUT /latest/api/token)",
+     lambda url, tmp: {"AWS_EC2_METADATA_DISABLED": "false",
+                       "AWS_EC2_METADATA_SERVICE_ENDPOINT": url}),
+]
+
+
+@pytest.mark.parametrize("case,provider,field,settings", CASES, ids=[c[0] for c in CASES])
+def test_credential_with_crlf_is_refused_naming_the_provider(
+        injection_server, tmp_path, monkeypatch, case, provider, field, settings):
+    """Opening an s3:// pack whose credentials (or the token that fetches
+    them) hold CR LF "X-Injected: yes" raises ValueError naming the
+    provider and field, never the value, and the server never sees an
+    X-Injected header (in this process: os.environ is what ufspack reads)."""
+    ufspack = pytest.importorskip("ufspack")
+    for k in list(os.environ):
+        if k.startswith("AWS_"):
+            monkeypatch.delenv(k)
+    env = {
+        "HOME": str(tmp_path),  # no ~/.aws
+        "AWS_CONFIG_FILE": str(tmp_path / "none"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_ENDPOINT_URL": injection_server,
+        "AWS_REGION": "us-east-1",
+    }
+    env.update(settings(injection_server, tmp_path))
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    _server(injection_server, "/control/mode", b"inject-token" if case == "imds-token" else b"ok")
+    with pytest.raises(ValueError) as e:
+        ufspack.Pack("s3://ufspack-test/pack", cache=False)
+    msg = str(e.value)
+    assert provider in msg and field + ": expected no control characters" in msg, msg
+    assert "X-Injected" not in msg and TOKEN not in msg and SECRET not in msg, msg
+    assert json.loads(_server(injection_server, "/control/log"))["counts"].get("injected", 0) == 0

@@ -29,7 +29,13 @@ after they are issued.  Control:
   POST /control/mode    body: "ok" | "no-role" (IMDS role list 404) |
                         "hang" (credential endpoints never answer) |
                         "error" (credential endpoints answer 500) |
-                        "v1-only" (IMDS refuses the IMDSv2 token PUT)
+                        "v1-only" (IMDS refuses the IMDSv2 token PUT) |
+                        "inject-token" (the IMDSv2 token ends in
+                        CR LF "X-Injected: yes"; the part before it is valid) |
+                        "inject-credentials" (the session token of IMDS,
+                        container and STS answers ends so)
+Any request that arrives with an X-Injected header (a header line smuggled
+in a value) is counted as "injected".
 
     credserver.py --object FILE --port-file FILE [--pack DIR] [--lifetime S] [--auth-token T]
                   [--web-token T] [--source-key ID:SECRET]
@@ -58,6 +64,7 @@ ROLE = "ufspack-test-role"
 BUCKET = "ufspack-test"
 KEY = "object.bin"
 _RANGE = re.compile(r"^bytes=(\d+)-(\d+)$")
+INJECTION = "\r\nX-Injected: yes"
 
 
 class State:
@@ -113,6 +120,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002
         pass
 
+    def parse_request(self) -> bool:
+        ok = super().parse_request()
+        if ok and "X-Injected" in self.headers:
+            STATE.count("injected")
+        return ok
+
+    def _document(self) -> dict:
+        doc = STATE.issue()
+        if STATE.mode == "inject-credentials":
+            doc["Token"] += INJECTION
+        return doc
+
     def _send(self, code: int, body: bytes, headers: dict | None = None) -> None:
         self.send_response(code)
         for k, v in (headers or {}).items():
@@ -149,6 +168,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             token = secrets.token_hex(16)
             with STATE.lock:
                 STATE.imds_tokens.add(token)
+            if STATE.mode == "inject-token":
+                token += INJECTION
             self._send(200, token.encode())
             return
         self._send(404, b"")
@@ -183,7 +204,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self._send(400, b"<ErrorResponse><Error><Code>InvalidIdentityToken</Code>"
                             b"<Message>the token is not valid</Message></Error></ErrorResponse>")
             return
-        c = STATE.issue()
+        c = self._document()
         xml = ("<AssumeRoleWithWebIdentityResponse><AssumeRoleWithWebIdentityResult>"
                f"<Credentials><AccessKeyId>{c['AccessKeyId']}</AccessKeyId>"
                f"<SecretAccessKey>{c['SecretAccessKey']}</SecretAccessKey>"
@@ -221,7 +242,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if path == base:
                 self._send(200, ROLE.encode())
             elif path == base + ROLE:
-                doc = dict(STATE.issue(), Code="Success", Type="AWS-HMAC")
+                doc = dict(self._document(), Code="Success", Type="AWS-HMAC")
                 self._send(200, json.dumps(doc).encode())
             else:
                 self._send(404, b"")
@@ -233,7 +254,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if STATE.auth_token and self.headers.get("Authorization") != STATE.auth_token:
                 self._send(401, b"")
                 return
-            self._send(200, json.dumps(STATE.issue()).encode())
+            self._send(200, json.dumps(self._document()).encode())
             return
         host = self.headers.get("Host", "")
         if path == f"/{BUCKET}/{KEY}" or (path == f"/{KEY}" and host.startswith(BUCKET + ".")):
@@ -257,7 +278,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                             b"<Message>bad request</Message></Error></ErrorResponse>")
             return
         STATE.count("assume_role_ok")
-        c = STATE.issue()
+        c = self._document()
         xml = ("<AssumeRoleResponse><AssumeRoleResult>"
                f"<Credentials><AccessKeyId>{c['AccessKeyId']}</AccessKeyId>"
                f"<SecretAccessKey>{c['SecretAccessKey']}</SecretAccessKey>"
