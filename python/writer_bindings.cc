@@ -24,6 +24,7 @@
 #include "ufspack/merge.h"
 #include "ufspack/reader.h"
 #include "ufspack/sample_writer.h"
+#include "ufspack/text.h"
 
 namespace ufspack {
 
@@ -59,12 +60,12 @@ class PySampleWriter {
   // `label`: -1 for none.  A buffer that is not C-contiguous (a strided
   // numpy view) is copied into bytes first; any other is read in place.
   void Add(const py::bytes& name_in, const py::object& data, int64_t label) {
+    const std::string name = name_in;
     if (label < -1 || label >= static_cast<int64_t>(kNoLabel)) {
       Raise(Status::InvalidArgument(
-          "label " + std::to_string(label) +
+          EscapeBytes(name) + ": label " + std::to_string(label) +
           " is out of range (a class index, or None for the class's)"));
     }
-    const std::string name = name_in;
     py::object held = data;
     py::buffer_info b = py::reinterpret_borrow<py::buffer>(held).request();
     if (!IsContiguous(b)) {

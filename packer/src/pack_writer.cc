@@ -4,6 +4,7 @@
 // PackWriter: records appended to temporary files, the
 // index spilled to scratch files and encoded by Finish(), the pack
 // published by renames (docs/format.md, "Publishing a pack").
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -11,6 +12,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -120,14 +123,90 @@ Status PackWriterImpl::Create(const std::string& out_dir_in,
   return Status::OK();
 }
 
-PackWriterImpl::PackWriterImpl() = default;
+// --- Across fork() -------------------------------------------------------
+
+// The writers alive in this process.  A fork() child drops its copies of
+// their descriptors at once (DropDescriptors, from a pthread_atfork
+// handler): the build lock is an flock(2), which belongs to the open file
+// the parent and the child then share, so the child's copy of the
+// directory's descriptor would keep the directory locked after the
+// parent's writer is gone, refusing the parent's next writer there for as
+// long as the child lives.  The handlers hold mu across the fork, so the
+// child sees the set whole.
+struct PackWriterImpl::Live {
+  std::mutex mu;
+  std::set<PackWriterImpl*> writers;
+
+  static Live& Get() {
+    static Live* live = [] {
+      Live* l = new Live;  // never destroyed: a writer may outlive statics
+      ::pthread_atfork([] { Get().mu.lock(); }, [] { Get().mu.unlock(); },
+                       [] {
+                         Live& g = Get();
+                         for (PackWriterImpl* w : g.writers) {
+                           w->DropDescriptors();
+                         }
+                         g.mu.unlock();
+                       });
+      return l;
+    }();
+    return *live;
+  }
+};
+
+PackWriterImpl::PackWriterImpl() : owner_pid_(::getpid()) {
+  Live& live = Live::Get();
+  std::lock_guard<std::mutex> l(live.mu);
+  live.writers.insert(this);
+}
 
 PackWriterImpl::~PackWriterImpl() {
+  {
+    Live& live = Live::Get();
+    std::lock_guard<std::mutex> l(live.mu);
+    live.writers.erase(this);
+  }
   if (!finished_) Abandon();
   if (dir_fd_ >= 0) ::close(dir_fd_);  // releases the lock
 }
 
+// In a fork() child, before anything else runs: only close(2), which is
+// async-signal-safe (the parent may have had other threads).
+void PackWriterImpl::DropDescriptors() {
+  for (int* fd : {&dir_fd_, &data_fd_, &index_fd_}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
+}
+
+Status PackWriterImpl::CheckOwner() const {
+  const pid_t self = ::getpid();
+  if (self == owner_pid_) return Status::OK();
+  return Status::InvalidArgument(
+      out_dir_ + ": this pack writer was opened by process " +
+      std::to_string(owner_pid_) + "; this is process " + std::to_string(self) +
+      ": a writer cannot be used across fork() (its files are the other "
+      "process's); open one per process");
+}
+
+Status PackWriterImpl::Usable() const {
+  UFSPACK_RETURN_IF_ERROR(CheckOwner());
+  return status_;
+}
+
+void PackWriterImpl::Release() {
+  DropDescriptors();
+  data_tmp_.clear();
+  index_tmp_.clear();
+  buffer_.clear();
+  for (auto* f : {&records_file_, &names_file_, &hashes_file_, &lookup_file_}) {
+    if (*f) (*f)->Forget();
+  }
+  if (status_.ok()) status_ = CheckOwner();
+}
+
 void PackWriterImpl::Abandon() {
+  if (!CheckOwner().ok()) return Release();  // the files are the owner's
   if (data_fd_ >= 0) {
     ::close(data_fd_);
     data_fd_ = -1;
@@ -176,7 +255,7 @@ Status PackWriterImpl::FlushData() {
 }
 
 Status PackWriterImpl::AddClass(std::string_view name) {
-  UFSPACK_RETURN_IF_ERROR(status_);
+  UFSPACK_RETURN_IF_ERROR(Usable());
   if (options_.flat) {
     return Fail(Status::InvalidArgument("a flat pack has no classes"));
   }
@@ -272,7 +351,7 @@ Status PackWriterImpl::EnterRecord(std::string_view name,
 }
 
 Status PackWriterImpl::BeginRun() {
-  UFSPACK_RETURN_IF_ERROR(status_);
+  UFSPACK_RETURN_IF_ERROR(Usable());
   if (in_run_) return Fail(Status::InvalidArgument("BeginRun() in a run"));
   in_run_ = true;
   held_.clear();
@@ -286,7 +365,7 @@ Status PackWriterImpl::BeginDeferredRun() {
 }
 
 Status PackWriterImpl::EndRun(const RunAssigner& assign) {
-  UFSPACK_RETURN_IF_ERROR(status_);
+  UFSPACK_RETURN_IF_ERROR(Usable());
   if (!in_run_ || !run_labels_deferred_) {
     return Fail(
         Status::InvalidArgument("EndRun(assign) outside a deferred run"));
@@ -314,7 +393,7 @@ Status PackWriterImpl::EndRun(const RunAssigner& assign) {
 }
 
 Status PackWriterImpl::EndRun() {
-  UFSPACK_RETURN_IF_ERROR(status_);
+  UFSPACK_RETURN_IF_ERROR(Usable());
   if (!in_run_) return Fail(Status::InvalidArgument("EndRun() outside a run"));
   if (run_labels_deferred_) {
     return Fail(Status::InvalidArgument("EndRun() of a deferred run"));
@@ -355,7 +434,7 @@ Status PackWriterImpl::Spill(SpillFile* file, const void* p, size_t n) {
 
 Status PackWriterImpl::Add(std::string_view name, uint32_t label,
                            std::string_view bytes) {
-  UFSPACK_RETURN_IF_ERROR(status_);
+  UFSPACK_RETURN_IF_ERROR(Usable());
   PreparedRecord r;
   Status s = PrepareRecord(std::string(bytes), options_, &r);
   if (!s.ok()) return Fail(s);
@@ -364,7 +443,7 @@ Status PackWriterImpl::Add(std::string_view name, uint32_t label,
 
 Status PackWriterImpl::AddPrepared(std::string_view name, uint32_t label,
                                    const PreparedRecord& r) {
-  UFSPACK_RETURN_IF_ERROR(status_);
+  UFSPACK_RETURN_IF_ERROR(Usable());
   UFSPACK_RETURN_IF_ERROR(CheckRecord(label, name));
   UFSPACK_RETURN_IF_ERROR(WriteData(r.stored.data(), r.stored.size()));
   return AppendEntry(name, label, r.codec, r.stored.size(), r.original_length,
@@ -397,7 +476,7 @@ Status PackWriterImpl::AddFromFd(std::string_view name, uint32_t label, int fd,
 Status PackWriterImpl::AddStreamed(
     std::string_view name, uint32_t label, uint64_t size,
     const ChunkReader& read, const std::function<Status(uint64_t)>& check) {
-  UFSPACK_RETURN_IF_ERROR(status_);
+  UFSPACK_RETURN_IF_ERROR(Usable());
   UFSPACK_RETURN_IF_ERROR(CheckRecord(label, name));
   UFSPACK_RETURN_IF_ERROR(FlushData());
   const uint64_t start = data_offset_;
@@ -436,7 +515,7 @@ Status PackWriterImpl::AddStreamed(
 
 Status PackWriterImpl::SetMetadata(std::string_view key,
                                    std::string_view value) {
-  UFSPACK_RETURN_IF_ERROR(status_);
+  UFSPACK_RETURN_IF_ERROR(Usable());
   if (key.size() > UINT32_MAX || value.size() > UINT32_MAX) {
     return Fail(Status::InvalidArgument("metadata entry too long"));
   }
@@ -445,7 +524,7 @@ Status PackWriterImpl::SetMetadata(std::string_view key,
 }
 
 Status PackWriterImpl::Finish(PackId* pack_id) {
-  UFSPACK_RETURN_IF_ERROR(status_);
+  UFSPACK_RETURN_IF_ERROR(Usable());
   if (finished_) return Status::InvalidArgument("Finish() called twice");
   if (in_run_) return Fail(Status::InvalidArgument("Finish() in a run"));
   UFSPACK_RETURN_IF_ERROR(FlushData());

@@ -8,8 +8,17 @@
 //
 // Thread safety: as PackWriter (one writer thread); PrepareRecord is
 // thread-safe.
+//
+// Processes: a writer belongs to the process that created it (ufspack/
+// builder.h, "fork()").  In any other process (a fork() child's copy)
+// every call fails with CheckOwner()'s error before it touches a file;
+// the child's copies of the descriptors are closed at the fork (a
+// pthread_atfork handler), and Abandon() and the destructor there neither
+// write nor remove anything: the files are the creator's.
 #ifndef UFSPACK_PACKER_SRC_PACK_WRITER_IMPL_H_
 #define UFSPACK_PACKER_SRC_PACK_WRITER_IMPL_H_
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <functional>
@@ -57,6 +66,11 @@ class UFSPACK_EXPORT PackWriterImpl {
   ~PackWriterImpl();
   PackWriterImpl(const PackWriterImpl&) = delete;
   PackWriterImpl& operator=(const PackWriterImpl&) = delete;
+
+  // OK in the process that created this writer; else InvalidArgument
+  // "<out_dir>: this pack writer was opened by process P; this is process
+  // Q: ...".  Every call below checks it first.
+  Status CheckOwner() const;
 
   // As PackWriter's methods of the same names.
   Status AddClass(std::string_view name);
@@ -134,8 +148,18 @@ class UFSPACK_EXPORT PackWriterImpl {
                               const std::string& meta);
   Status Publish();
   Status Fail(Status s);
+  // CheckOwner(), then the sticky status: what every call checks first.
+  Status Usable() const;
+  // Abandon() in a process that does not own the writer: closes this
+  // copy's descriptors and forgets its files, leaving them to their owner.
+  void Release();
+  // Closes the directory (lock), data and index descriptors; only
+  // close(2), so a fork() child may call it before anything else.
+  void DropDescriptors();
+  struct Live;  // the writers of this process, for a fork() child
 
   PackWriterOptions options_;
+  pid_t owner_pid_ = 0;  // the process that created the writer
   std::string out_dir_;
   int dir_fd_ = -1;
   int data_fd_ = -1;

@@ -76,6 +76,7 @@ class SampleWriter::Rep {
 
   // Checks the name and label before anything is written.
   Status Admit(std::string_view name, uint32_t label) {
+    UFSPACK_RETURN_IF_ERROR(impl_->CheckOwner());
     UFSPACK_RETURN_IF_ERROR(writer_->status());
     if (finished_) return Status::InvalidArgument("the writer is closed");
     UFSPACK_RETURN_IF_ERROR(
@@ -132,6 +133,7 @@ class SampleWriter::Rep {
   }
 
   Status AddClass(std::string_view name) {
+    UFSPACK_RETURN_IF_ERROR(impl_->CheckOwner());
     UFSPACK_RETURN_IF_ERROR(writer_->status());
     if (finished_) return Status::InvalidArgument("the writer is closed");
     if (options_.writer.flat) {
@@ -165,6 +167,7 @@ class SampleWriter::Rep {
   }
 
   Status Finish(PackId* pack_id) {
+    UFSPACK_RETURN_IF_ERROR(impl_->CheckOwner());
     UFSPACK_RETURN_IF_ERROR(writer_->status());
     if (finished_) return Status::InvalidArgument("Finish() called twice");
     finished_ = true;

@@ -124,6 +124,13 @@ void SpillFile::Remove() {
   buffer_.clear();
 }
 
+void SpillFile::Forget() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  path_.clear();
+  buffer_.clear();
+}
+
 Status BuildLookupTable(
     uint64_t n, const SpillFile& hashes,
     const std::function<Status(uint64_t, uint64_t)>& check_distinct,

@@ -49,6 +49,9 @@ class SpillFile {
   Status CopyTo(int fd, const std::string& fd_path) const;
   // Closes and deletes the file.
   void Remove();
+  // Closes the file without deleting it: it is another process's (this is
+  // a fork() child's copy of its writer).
+  void Forget();
 
   uint64_t size() const { return size_; }
   const std::string& path() const { return path_; }

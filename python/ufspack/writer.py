@@ -58,6 +58,10 @@ class WriteSummary(MergeSummary):
     part_summaries: List[WriterSummary]
 
 
+# Labels are u32 below kNoLabel (2**32 - 1), which means none.
+_NO_LABEL = 2**32 - 1
+
+
 def _bytes(s: Union[str, bytes]) -> bytes:
     return s if isinstance(s, bytes) else os.fsencode(s)
 
@@ -108,6 +112,14 @@ class Writer:
     data goes to disk as it is added.  Calls from several threads are safe
     (they take turns).  The output directory is locked while the Writer is
     open, as by a build; a directory holding a merged pack is refused.
+
+    A Writer belongs to the process that opened it.  In a ``fork()`` child
+    (``os.fork``, a ``multiprocessing`` fork worker) ``add``,
+    ``set_metadata`` and ``close`` raise ValueError before anything is
+    written; ``abort()``, leaving a ``with`` block and the Writer's end
+    (garbage collection, exit) there leave the parent's files alone, and
+    the parent goes on and publishes as if there were no child.  Open a
+    Writer per process, each on its own directory (``ufspack.write`` does).
     """
 
     def __init__(
@@ -125,6 +137,7 @@ class Writer:
         if "://" in self.path:
             raise ValueError(f"{self.path.split('?')[0]}: a Writer writes a local directory")
         self._started = time.monotonic()
+        self._pid = os.getpid()
         self.summary: Optional[WriterSummary] = None
         self._w: Optional[_core.SampleWriter] = _core.SampleWriter(
             os.fsencode(self.path), compress=mode == "zstd", level=level, flat=flat,
@@ -139,6 +152,13 @@ class Writer:
             raise
 
     def _live(self, what: str) -> _core.SampleWriter:
+        if self._pid != os.getpid():
+            # Checked here too, before the native writer's lock (which a
+            # thread of the parent may have held at the fork) is taken.
+            raise ValueError(
+                f"{what}: the ufspack.Writer of {self.path} was opened by process {self._pid}; "
+                f"this is process {os.getpid()}: a Writer cannot be used across fork() (its "
+                "files are the other process's); open one per process")
         if self._w is None:
             state = "closed" if self.summary is not None else "aborted"
             raise ValueError(f"{what}: the Writer of {self.path} is {state}")
@@ -161,7 +181,7 @@ class Writer:
             code = -1
         else:
             code = operator.index(label)
-            if code < 0:
+            if code < 0 or code >= _NO_LABEL:
                 raise ValueError(f"{os.fsdecode(name)}: label {code} is out of range "
                                  "(a class index, or None for the class's)")
         w.add(_bytes(name), data, code)
@@ -188,8 +208,10 @@ class Writer:
         """Drops everything added: the directory keeps what it had.  Does
         nothing once closed or aborted."""
         w, self._w = self._w, None
-        if w is not None:
+        if w is not None and self._pid == os.getpid():
             w.abandon()
+        # In a fork() child, dropping the copy is all: the files are the
+        # parent's (the native writer never removes them from a child).
 
     def __enter__(self) -> Writer:
         return self

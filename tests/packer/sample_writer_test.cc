@@ -9,8 +9,13 @@
 #include "ufspack/sample_writer.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -298,6 +303,140 @@ TEST(SampleWriterTest, StreamedSampleThatFallsShortIsLeftOut) {
   EXPECT_EQ(got[0].bytes, big);
   EXPECT_EQ(got[1].name, "a/small.bin");
   EXPECT_EQ(got[1].bytes, "small");
+}
+
+// Runs `body` in a fork() child, which ends with _exit(body()) (no
+// destructor of the parent's objects runs there, as after os._exit);
+// returns its exit status, or -1 if it did not exit.
+int InChild(const std::function<int()>& body) {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(body());
+  int status = 0;
+  if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+    return -1;
+  }
+  return WEXITSTATUS(status);
+}
+
+// 0 if `s` is the error of a writer used across fork(), else `bit`.
+int ForkRefusal(const Status& s, int bit) {
+  if (s.IsInvalidArgument() &&
+      s.message().find("cannot be used across fork()") != std::string::npos &&
+      s.message().find("opened by process " + std::to_string(::getppid())) !=
+          std::string::npos) {
+    return 0;
+  }
+  std::fprintf(stderr, "child: %s\n", s.ToString().c_str());
+  return bit;
+}
+
+TEST(SampleWriterForkTest, ChildThatDropsTheWriterLeavesTheParentsFiles) {
+  TempDir dir;
+  std::unique_ptr<SampleWriter> w;
+  ASSERT_TRUE(
+      SampleWriter::Create(dir / "out", SampleWriterOptions(), &w).ok());
+  const std::string one = test::RandomBytes(5000, 1);
+  const std::string two = test::RandomBytes(7000, 2);
+  ASSERT_TRUE(w->Add("a/1", one).ok());
+  const auto temps = test::PackTempFiles(dir / "out");
+  ASSERT_FALSE(temps.empty());
+  // The child destroys its copy (a garbage-collected Writer), then exits.
+  EXPECT_EQ(InChild([&] {
+              w.reset();
+              return 0;
+            }),
+            0);
+  EXPECT_EQ(test::PackTempFiles(dir / "out"), temps);
+  ASSERT_TRUE(w->Add("b/2", two).ok());
+  Status s = w->Finish();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::vector<std::string> classes;
+  const auto got = ReadPack(dir / "out", &classes);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].name, "a/1");
+  EXPECT_EQ(got[0].bytes, one);
+  EXPECT_EQ(got[1].name, "b/2");
+  EXPECT_EQ(got[1].bytes, two);
+}
+
+TEST(SampleWriterForkTest, ChildCannotUseTheWriterAndPublishesNothing) {
+  TempDir dir;
+  std::unique_ptr<SampleWriter> w;
+  ASSERT_TRUE(
+      SampleWriter::Create(dir / "out", SampleWriterOptions(), &w).ok());
+  std::unique_ptr<PackWriter> pw;
+  PackWriterOptions flat_options;
+  flat_options.flat = true;
+  ASSERT_TRUE(PackWriter::Create(dir / "flat", flat_options, &pw).ok());
+  ASSERT_TRUE(w->Add("a/1", "parent").ok());
+  const int bad = InChild([&] {
+    auto no_bytes = [](char*, size_t, size_t* got) {
+      *got = 0;
+      return Status::OK();
+    };
+    auto whole = [](uint64_t) { return Status::OK(); };
+    int r = ForkRefusal(w->Add("a/child", "child"), 1);
+    r |= ForkRefusal(w->AddStreamed("a/streamed", 0, no_bytes, whole), 2);
+    r |= ForkRefusal(w->AddClass("c"), 4);
+    r |= ForkRefusal(w->SetMetadata("k", "v"), 8);
+    r |= ForkRefusal(w->Finish(), 16);
+    r |= ForkRefusal(pw->Add("x", kNoLabel, "child"), 32);
+    r |= ForkRefusal(pw->Finish(), 64);
+    w->Abandon();
+    pw->Abandon();
+    return r;
+  });
+  EXPECT_EQ(bad, 0);
+  EXPECT_FALSE(test::Exists(dir / "out/index.ufs"));
+  EXPECT_FALSE(test::Exists(dir / "out/data.ufs"));
+  EXPECT_FALSE(test::Exists(dir / "flat/index.ufs"));
+  ASSERT_TRUE(w->Add("a/2", "parent again").ok());
+  Status s = w->Finish();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(pw->Add("x", kNoLabel, "flat").ok());
+  s = pw->Finish();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::vector<std::string> classes;
+  const auto got = ReadPack(dir / "out", &classes);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].bytes, "parent");
+  EXPECT_EQ(got[1].bytes, "parent again");
+  const auto flat = ReadPack(dir / "flat", &classes);
+  ASSERT_EQ(flat.size(), 1u);
+  EXPECT_EQ(flat[0].bytes, "flat");
+}
+
+// The build lock is an flock(2) of the open directory, shared with a child
+// that inherits its descriptor: a child still running must not keep the
+// directory locked once the parent's writer is gone.
+TEST(SampleWriterForkTest, LiveChildDoesNotHoldTheDirectoryLock) {
+  TempDir dir;
+  std::unique_ptr<SampleWriter> w;
+  ASSERT_TRUE(
+      SampleWriter::Create(dir / "out", SampleWriterOptions(), &w).ok());
+  ASSERT_TRUE(w->Add("a/1", "one").ok());
+  int hold[2];
+  ASSERT_EQ(::pipe(hold), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(hold[1]);
+    char c;
+    while (::read(hold[0], &c, 1) < 0 && errno == EINTR) {
+    }
+    ::_exit(0);
+  }
+  ::close(hold[0]);
+  Status s = w->Finish();
+  w.reset();
+  std::unique_ptr<SampleWriter> next;
+  const Status again = SampleWriter::Create(dir / "out", {}, &next);
+  ::close(hold[1]);  // the child exits
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(again.ok()) << again.ToString();
+  ASSERT_TRUE(next->Add("b/2", "two").ok());
+  ASSERT_TRUE(next->Finish().ok());
 }
 
 }  // namespace

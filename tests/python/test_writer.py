@@ -4,10 +4,12 @@ an exception in the ``with`` block or Ctrl-C; write() on executors equals
 one Writer of the same samples."""
 
 import concurrent.futures
+import gc
 import os
 import random
 import signal
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -163,6 +165,18 @@ def test_labels_out_of_range(tmp_path):
         ufspack.Writer(tmp_path / "z").add("a/1", "text is not bytes")
 
 
+def test_label_out_of_range_names_the_sample(tmp_path):
+    with ufspack.Writer(tmp_path / "w", classes=["a", "b"]) as w:
+        for label in (2, 2**32 - 1, 2**32, 2**64):
+            with pytest.raises(ValueError, match=f"^a/1: label {label} "):
+                w.add("a/1", b"", label=label)
+        with pytest.raises(ValueError, match="^a/1: label 4294967296 is out of range"):
+            w._w.add(b"a/1", b"", 2**32)  # the native check names it too
+        w.add("a/1", b"x", label=0)
+        w.add("b/1", b"y", label=1)
+    assert records(tmp_path / "w") == [("a/1", 0, b"x"), ("b/1", 1, b"y")]
+
+
 def test_exception_inside_with_keeps_previous_pack(tmp_path):
     out = str(tmp_path / "w")
     with ufspack.Writer(out) as w:
@@ -199,6 +213,98 @@ def test_use_after_close(tmp_path):
             call()
     w.abort()  # nothing to do: the pack stays
     assert records(tmp_path / "w") == [("a/1", 0, b"z" * 1000)]
+
+
+# --- A Writer across fork() -------------------------------------------------
+
+# A child that ends its interpreter with sys.exit: SystemExit leaves the
+# ``with`` block (abort) and finalization collects the other Writer.  The
+# parent then adds more to both and closes them.
+FORK_EXIT_SCRIPT = """
+import os, sys, ufspack
+out = sys.argv[1]
+kept = ufspack.Writer(out + "/kept")
+kept.add("a/1", b"kept one")
+with ufspack.Writer(out + "/with") as w:
+    w.add("a/1", b"with one")
+    pid = os.fork()
+    if pid == 0:
+        sys.exit(0)
+    assert os.waitpid(pid, 0)[1] == 0
+    w.add("b/2", b"with two")
+kept.add("b/2", b"kept two")
+kept.close()
+"""
+
+
+def test_forked_child_that_exits_leaves_the_parents_writer(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [
+        os.path.dirname(os.path.dirname(ufspack.__file__)), os.environ.get("PYTHONPATH")])))
+    r = subprocess.run([sys.executable, "-c", FORK_EXIT_SCRIPT, str(tmp_path)],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    for name in ("kept", "with"):
+        out = str(tmp_path / name)
+        assert records(out) == [("a/1", 0, name.encode() + b" one"), ("b/2", 1, name.encode() + b" two")]
+        verify(out)
+
+
+def test_forked_child_that_collects_the_writer_leaves_the_parents(tmp_path):
+    out = str(tmp_path / "w")
+    w = ufspack.Writer(out)
+    w.add("a/1", b"one")
+    gc.collect()  # the child's collection then finds only its copy of w
+    pid = os.fork()
+    if pid == 0:  # a fork worker that garbage-collects its copy, then ends
+        code = 1
+        try:
+            del w
+            gc.collect()
+            code = 0
+        finally:
+            os._exit(code)
+    assert os.waitpid(pid, 0)[1] == 0
+    w.add("b/2", b"two")
+    w.close()
+    assert records(out) == [("a/1", 0, b"one"), ("b/2", 1, b"two")]
+
+
+def test_forked_child_cannot_use_the_writer(tmp_path):
+    out = str(tmp_path / "w")
+    w = ufspack.Writer(out)
+    w.add("a/1", b"parent")
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            calls = [lambda: w.add("a/child", b"child"), lambda: w.set_metadata("k", "v"), w.close,
+                     # the native writer's own check, under the Python one
+                     lambda: w._w.add(b"a/child", b"child", -1), w._w.finish]
+            for bit, call in enumerate(calls):
+                try:
+                    call()
+                    code |= 1 << bit
+                except ValueError as e:
+                    if f"opened by process {parent}" not in str(e) or "across fork()" not in str(e):
+                        print(e, file=sys.stderr)
+                        code |= 1 << bit
+            with w:  # leaving the block (here through an exception) aborts
+                raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            pass
+        except BaseException as e:
+            print(repr(e), file=sys.stderr)
+            code |= 64
+        finally:
+            os._exit(code)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert "index.ufs" not in dir_files(out) and "data.ufs" not in dir_files(out)
+    w.add("a/2", b"parent again")
+    w.close()
+    assert records(out) == [("a/1", 0, b"parent"), ("a/2", 0, b"parent again")]
+    ufspack.Pack(out).check()
+    verify(out)
 
 
 def test_refuses_merged_pack_dir_and_bad_options(small_tree, tmp_path):

@@ -31,6 +31,17 @@
 // Concurrency: one build at a time per output directory, enforced with an
 // flock(2) on the directory; a second build fails with InvalidArgument.
 //
+// fork(): a PackWriter belongs to the process that created it.  In a
+// fork() child (any other process) every call fails with InvalidArgument
+// ("<dir>: this pack writer was opened by process P; this is process Q:
+// a writer cannot be used across fork() ...") before it touches a file,
+// and Abandon() and the destructor neither write nor remove anything; the
+// child's copies of the writer's descriptors are closed at the fork (a
+// pthread_atfork handler: fork(2) through libc, as os.fork), so the
+// directory's lock goes with the creator's writer, not with the child.
+// The creator goes on and publishes as if there were no child.
+// Open a writer per process, each into its own directory.
+//
 // Thread safety: a PackWriter is not thread-safe (one writer thread).
 // BuildPack is reentrant.
 #ifndef UFSPACK_BUILDER_H_

@@ -19,6 +19,11 @@
 // Memory: about 100 bytes plus the name per sample until Finish().
 //
 // Thread safety: not thread-safe (one writer thread).
+//
+// fork(): as PackWriter (ufspack/builder.h), a SampleWriter belongs to the
+// process that created it: in a fork() child every call fails with
+// InvalidArgument naming both processes, before anything is written, and
+// Abandon() and the destructor leave the creator's files alone.
 #ifndef UFSPACK_SAMPLE_WRITER_H_
 #define UFSPACK_SAMPLE_WRITER_H_
 
