@@ -17,6 +17,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -98,7 +99,10 @@ class PyReader {
   bool offline() const { return reader_->offline(); }
   const Reader& reader() const { return *reader_; }
 
+  // Record i; IndexError unless i < size() (errors.h: IndexError comes
+  // from this check alone).
   Record GetRecord(uint64_t i) const {
+    CheckInRange(i, reader_->size(), "record");
     Record r;
     Check(reader_->GetRecord(i, &r));
     return r;
@@ -192,6 +196,10 @@ class PyReader {
   // Records [first, first + count) as bytes, each back-to-back run of them
   // read with one request (Reader::ReadRange): a multi-file sample.
   py::list ReadRange(uint64_t first, uint64_t count) const {
+    const uint64_t n = reader_->size();
+    if (first > n || count > n - first) {
+      CheckInRange(std::max(first, n), n, "record");  // raises
+    }
     Batch b;
     Status s;
     {
@@ -281,6 +289,7 @@ class PyReader {
   // the GIL once for the whole batch.
   py::list ReadDecodeBatch(const std::vector<uint64_t>& indices,
                            int threads) const {
+    CheckAllInRange(indices, reader_->size(), "record");
     std::vector<DecodedSample> results;
     {
       py::gil_scoped_release nogil;
@@ -297,6 +306,7 @@ class PyReader {
 
   std::vector<std::shared_ptr<PreparedSample>> ReadPrepareBatch(
       const std::vector<uint64_t>& indices, int threads) const {
+    CheckAllInRange(indices, reader_->size(), "record");
     std::vector<PreparedSample> samples;
     {
       py::gil_scoped_release nogil;
@@ -374,6 +384,7 @@ void MakePilImages(const py::function& new_image,
 py::list ReadDecodePilBatch(const PyReader& self,
                             const std::vector<uint64_t>& indices,
                             const py::function& new_image, int threads) {
+  CheckAllInRange(indices, self.size(), "record");
   std::vector<RgbxSample> items;
   {
     py::gil_scoped_release nogil;

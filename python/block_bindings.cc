@@ -49,6 +49,7 @@ void PrefetchBlocks(const Reader& reader, const py::array_t<int64_t>& indices) {
     }
     idx[k] = static_cast<uint64_t>(in(k));
   }
+  CheckAllInRange(idx, reader.size(), "record");
   Status s;
   {
     py::gil_scoped_release nogil;

@@ -39,8 +39,8 @@ void Raise(const Status& s) {
     case Status::Code::kNotSupported:
       type = PyExc_ValueError;
       break;
-    case Status::Code::kOutOfRange:
-      type = PyExc_IndexError;
+    case Status::Code::kOutOfRange:  // from below: see errors.h
+      type = PyExc_OSError;
       break;
     case Status::Code::kCorruption:
       type = g_corrupt_pack_error;
@@ -57,6 +57,20 @@ void Raise(const Status& s) {
   }
   PyErr_SetString(type, msg.c_str());
   throw py::error_already_set();
+}
+
+void CheckInRange(uint64_t i, uint64_t n, const char* what) {
+  if (i < n) return;
+  const std::string msg = std::string(what) + " index " + std::to_string(i) +
+                          " out of range (pack has " + std::to_string(n) + " " +
+                          what + "s)";
+  PyErr_SetString(PyExc_IndexError, msg.c_str());
+  throw py::error_already_set();
+}
+
+void CheckAllInRange(const std::vector<uint64_t>& indices, uint64_t n,
+                     const char* what) {
+  for (const uint64_t i : indices) CheckInRange(i, n, what);
 }
 
 }  // namespace ufspack

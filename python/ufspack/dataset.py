@@ -507,6 +507,15 @@ class ImageFolder(_Base):
             blocks.before((index,), self._pack._handle.get(), self._indices)
         return self._policy.item(index)
 
+    def __iter__(self) -> Iterator[Optional[Tuple[Any, Any]]]:
+        """``ds[0]``, ``ds[1]``, ... ``ds[len(ds) - 1]``.  Defined so that an
+        exception from a sample, of any type, propagates: without it Python
+        iterates by calling ``__getitem__`` until IndexError, and takes any
+        IndexError (one a transform raised, say) for the end of the
+        dataset."""
+        for k in range(self._n):
+            yield self[k]
+
     def __getitems__(self, indices: Sequence) -> List[Tuple[Any, Any]]:
         """Fetches a batch: reads and decodes all records on
         ``decode_threads`` threads with one GIL release, then applies the

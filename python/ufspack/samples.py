@@ -15,7 +15,7 @@ import bisect
 import io
 import json
 import os
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ufspack import _core
 
@@ -170,6 +170,13 @@ class SampleDataset:
         reader = self.pack._handle.get()
         index = self._index
         return _Keys(reader, index)
+
+    def __iter__(self) -> Iterator[Any]:
+        """``ds[0]``, ``ds[1]``, ...: an exception from a sample, of any type,
+        propagates (Python's fallback, calling ``__getitem__`` until
+        IndexError, would take any IndexError for the end)."""
+        for s in range(len(self)):
+            yield self[s]
 
     def __getitem__(self, s: int) -> Any:
         reader = self.pack._handle.get()

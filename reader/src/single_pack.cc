@@ -21,6 +21,21 @@
 
 namespace ufspack {
 namespace internal {
+namespace {
+
+// A failed read of data.ufs as the reader reports it: IOError, Corruption
+// or Aborted, never a code that means something else to the caller.
+// OutOfRange is "index past the end" (Python's IndexError, which a `for`
+// loop takes for the end of the sequence), NotFound "no such pack or
+// record", InvalidArgument "bad call": from the file underneath (an
+// HTTP 416 or 404, a server that ignores ranges) they are failures of this
+// read, reported as IOError with their message.
+Status AsReadError(Status s) {
+  if (s.ok() || s.IsIOError() || s.IsCorruption() || s.IsAborted()) return s;
+  return Status::IOError(s.message());
+}
+
+}  // namespace
 
 bool SinglePack::prefers_batches() const { return data_->prefers_batches(); }
 
@@ -388,7 +403,7 @@ Status SinglePack::ReadStored(const Record& r, char* dst) const {
     return Status::OK();
   }
   size_t got = 0;
-  Status s = data_->Read(r.offset, r.stored_length, dst, &got);
+  Status s = AsReadError(data_->Read(r.offset, r.stored_length, dst, &got));
   if (!s.ok()) {
     return s.WithContext("record " + std::to_string(r.index) + " '" +
                          EscapeBytes(r.name) + "'");
@@ -477,7 +492,7 @@ Status SinglePack::ReadStoredMany(const Record* records, char* const* dsts,
   if (runs.empty()) return Status::OK();
   first.push_back(which.size());
   size_t failed = runs.size();
-  Status s = data_->ReadMany(runs.data(), runs.size(), &failed);
+  Status s = AsReadError(data_->ReadMany(runs.data(), runs.size(), &failed));
   if (!s.ok()) {
     if (failed < runs.size()) {
       const Record& r = records[which[first[failed]]];

@@ -59,6 +59,12 @@ class RemoteFile final : public RandomAccessFile {
       etag_ = t.etag;
       return Status::OK();
     }
+    if (s.IsOutOfRange()) {  // a 416 for bytes=0-... of a non-empty object
+      return Status::IOError(std::string(s.message()) +
+                             ": expected the object's first bytes or an "
+                             "empty object, found " +
+                             SizeFound(t.object_size));
+    }
     UFSPACK_RETURN_IF_ERROR(s);
     prefix_.resize(t.received);
     size_ = t.object_size == UINT64_MAX ? t.received : t.object_size;
@@ -164,10 +170,10 @@ class RemoteFile final : public RandomAccessFile {
       for (size_t g = 0; g < groups.size(); ++g) {
         if (!transfers[g].status.ok() && !transfers[g].status.IsAborted()) {
           *failed = pieces[groups[g].first].op;
-          break;
+          return ReadError(transfers[g]);
         }
       }
-      return s;
+      return s;  // Aborted: cancelled
     }
     for (size_t g = 0; g < groups.size(); ++g) {
       const Group& gr = groups[g];
@@ -195,6 +201,50 @@ class RemoteFile final : public RandomAccessFile {
   bool prefers_batches() const override { return true; }
 
  private:
+  // "N bytes", or what a 416 without a usable Content-Range implies.
+  static std::string SizeFound(uint64_t object_size) {
+    return object_size == UINT64_MAX ? std::string("no size (no Content-Range)")
+                                     : std::to_string(object_size) + " bytes";
+  }
+
+  // What a failed ranged GET of the opened object reports: IOError or
+  // Corruption (or the Aborted of a cancelled read), never a code that
+  // means something else to the reader's callers.  HTTP 416 is
+  // OutOfRange from http.cc, which to a caller means "index past the end"
+  // (IndexError in Python, which ends a `for` loop without an error), and
+  // 404 is NotFound, "no such pack or record".  Every read was clamped to
+  // the size the object had when opened, so a 416 says the object is now
+  // shorter than that: Corruption naming both sizes (IOError when the
+  // server's own Content-Range says the bytes are there).  Any other
+  // failure is IOError, its message kept.
+  Status ReadError(const Transfer& t) const {
+    const Status& s = t.status;
+    if (s.IsIOError() || s.IsCorruption() || s.IsAborted()) return s;
+    const std::string msg(s.message());
+    const uint64_t end = t.range_begin + t.range_length;
+    if (s.IsOutOfRange() && t.object_size != UINT64_MAX &&
+        t.object_size >= end) {  // a server at odds with itself
+      return Status::IOError(msg +
+                             ": the server refused a range inside the "
+                             "object (" +
+                             std::to_string(t.object_size) + " bytes)");
+    }
+    if (s.IsOutOfRange()) {
+      return Status::Corruption(
+          msg + ": expected an object of " + std::to_string(size_) +
+          " bytes (its size when opened; this read needs " +
+          std::to_string(end) + "), found " + SizeFound(t.object_size) +
+          ": the object is shorter than the pack says (truncated or "
+          "replaced since it was opened?)");
+    }
+    if (s.IsNotFound()) {
+      return Status::IOError(msg + ": the object was there when opened (" +
+                             std::to_string(size_) +
+                             " bytes): deleted or moved since?");
+    }
+    return Status::IOError(msg);
+  }
+
   const std::shared_ptr<const ObjectLocation> location_;
   const RemoteOptions options_;
   uint64_t size_ = 0;

@@ -19,6 +19,11 @@
 // decompression for compressed records) and verifies the record's XXH3-64
 // checksum unless ReaderOptions::verify_checksums is false.
 //
+// A read that fails is Corruption (bytes or sizes that disagree with the
+// index), IOError (the storage failed: an errno, an HTTP error, a remote
+// object gone) or Aborted; OutOfRange only for an index past the end, the
+// caller's, never for what the storage underneath answered (an HTTP 416).
+//
 // Thread safety: a Reader is immutable after Open(); every const method may
 // be called concurrently from any number of threads.
 //
