@@ -476,8 +476,8 @@ class ArchiveBuild {
     }
     UFSPACK_RETURN_IF_ERROR(writer_->SetMetadata(kMetaSourceRoot, source_));
     UFSPACK_RETURN_IF_ERROR(writer_->SetMetadata(kMetaLayout, "source"));
-    UFSPACK_RETURN_IF_ERROR(writer_->SetMetadata(
-        kMetaExtensions, ExtensionSelection(scan_)));
+    UFSPACK_RETURN_IF_ERROR(
+        writer_->SetMetadata(kMetaExtensions, ExtensionSelection(scan_)));
     Status s = writer_->Finish(&summary_->pack_id);
     if (!s.ok()) {
       // SampleWriter's own errors (a name twice, an empty class) name the

@@ -17,7 +17,7 @@ namespace {
 
 // One brace group: a list of items, or a numeric range made lazily.
 struct Group {
-  std::string head;  // the literal text before the group
+  std::string head;                // the literal text before the group
   std::vector<std::string> items;  // a list
   bool range = false;
   uint64_t first = 0, last = 0;
@@ -44,8 +44,7 @@ bool Decimal(std::string_view x, uint64_t* v) {
   return true;
 }
 
-Status ParseGroup(const std::string& pattern, std::string_view body,
-                  Group* g) {
+Status ParseGroup(const std::string& pattern, std::string_view body, Group* g) {
   const size_t dots = body.find("..");
   if (dots == std::string_view::npos) {
     for (size_t at = 0;;) {

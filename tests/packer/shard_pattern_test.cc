@@ -37,9 +37,9 @@ TEST(ShardPatternTest, RangesArePaddedToFirstsWidthAndListsKeepOrder) {
   EXPECT_EQ(Expand("s-{008..011}.tar"),
             (std::vector<std::string>{"s-008.tar", "s-009.tar", "s-010.tar",
                                       "s-011.tar"}));
-  EXPECT_EQ(Expand("{b,a}-{0..1}.tar"),
-            (std::vector<std::string>{"b-0.tar", "b-1.tar", "a-0.tar",
-                                      "a-1.tar"}));
+  EXPECT_EQ(
+      Expand("{b,a}-{0..1}.tar"),
+      (std::vector<std::string>{"b-0.tar", "b-1.tar", "a-0.tar", "a-1.tar"}));
 }
 
 TEST(ShardPatternTest, NotARangeSaysSo) {
