@@ -11,10 +11,11 @@ set -euo pipefail
 SRC=$1; CLI=$2
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ufspack-subdir-XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
+# zlib is not among them: the packer decompresses gzip archives with it (as
+# it reads archives with libarchive, which needs zlib itself).
 NO_DECODE_DEPS=(-DCMAKE_DISABLE_FIND_PACKAGE_OpenCV=ON
                 -DCMAKE_DISABLE_FIND_PACKAGE_TurboJPEG=ON
-                -DCMAKE_DISABLE_FIND_PACKAGE_libjpeg-turbo=ON
-                -DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=ON)
+                -DCMAKE_DISABLE_FIND_PACKAGE_libjpeg-turbo=ON)
 mkdir -p "$TMP/tree/a"
 printf 'record bytes' > "$TMP/tree/a/x.jpg"
 "$CLI" build "$TMP/tree" -o "$TMP/pack" -q

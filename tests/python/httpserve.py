@@ -15,22 +15,24 @@ SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "remote"
 
 
 @contextlib.contextmanager
-def serve(root: str, *extra: str) -> Iterator[str]:
-    """Serves `root` while the block runs (static_server.py with `extra`
-    options); yields its base URL.  The server is killed (its whole
-    process group) on the way out."""
+def serve(root: str, *extra: str, server: str = SERVER) -> Iterator[str]:
+    """Serves `root` while the block runs (static_server.py, or another
+    `server` script taking its options, with `extra` options); yields its
+    base URL.  The server is killed (its whole process group) on the way
+    out."""
     ready = os.path.join(root, ".ready")
     if os.path.exists(ready):  # an earlier server's: its URL is stale
         os.remove(ready)
     proc = subprocess.Popen(
-        [sys.executable, SERVER, root, "--port-file", ready, *extra],
+        [sys.executable, server, root, "--port-file", ready, *extra],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 30
         while not os.path.exists(ready):
-            assert proc.poll() is None, "static_server.py exited"
-            assert time.monotonic() < deadline, "static_server.py not ready after 30 s"
+            name = os.path.basename(server)
+            assert proc.poll() is None, f"{name} exited"
+            assert time.monotonic() < deadline, f"{name} not ready after 30 s"
             time.sleep(0.02)
         with open(ready) as f:
             yield json.load(f)["url"]

@@ -8,18 +8,14 @@ Pack.read_many, and block reads driven by a BlockSampler.  IndexError is
 left for an index out of range: Python's iteration protocol takes it for
 the end of the sequence."""
 
-import contextlib
 import json
 import os
-import signal
-import subprocess
-import sys
-import time
 import urllib.request
 import warnings
 
 import pytest
 
+import httpserve
 import ufspack
 from conftest import encode, noise_image, write
 
@@ -39,23 +35,9 @@ EXPECTED = {"416": ufspack.CorruptPackError, "404": OSError, "500": OSError, "sh
 MODES = sorted(EXPECTED)
 
 
-@contextlib.contextmanager
 def serve(root):
     """flaky_server.py serving `root` while the block runs; yields its URL."""
-    ready = os.path.join(root, ".ready")
-    proc = subprocess.Popen([sys.executable, SERVER, root, "--port-file", ready],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 30
-        while not os.path.exists(ready):
-            assert proc.poll() is None, "flaky_server.py exited"
-            assert time.monotonic() < deadline, "flaky_server.py not ready after 30 s"
-            time.sleep(0.02)
-        with open(ready) as f:
-            yield json.load(f)["url"]
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    return httpserve.serve(root, server=SERVER)
 
 
 def get(url):

@@ -7,6 +7,7 @@ tests/remote/credserver.py is the emulator (IMDSv2 + a SigV4-checking S3).
 Also: a credential or token holding CR LF never smuggles a header line
 onto the wire (issue 41); the emulator counts any that arrives."""
 
+import contextlib
 import json
 import os
 import subprocess
@@ -38,13 +39,15 @@ print(reads)
 """
 
 
-@pytest.fixture
-def emulator(small_pack, tmp_path):
-    port_file = str(tmp_path / "port")
-    obj = tmp_path / "object.bin"
-    obj.write_bytes(b"x")
-    proc = subprocess.Popen([sys.executable, CREDSERVER, "--object", str(obj), "--port-file", port_file,
-                             "--pack", small_pack, "--lifetime", "4"],
+@contextlib.contextmanager
+def credserver(small_pack, d, lifetime):
+    """credserver.py serving small_pack from directory `d`, credentials
+    valid `lifetime` seconds; yields its URL."""
+    port_file = str(d / "port")
+    (d / "object.bin").write_bytes(b"x")
+    proc = subprocess.Popen([sys.executable, CREDSERVER, "--object", str(d / "object.bin"),
+                             "--port-file", port_file, "--pack", small_pack,
+                             "--lifetime", str(lifetime)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         for _ in range(200):  # bounded: 10 s
@@ -58,6 +61,12 @@ def emulator(small_pack, tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.fixture
+def emulator(small_pack, tmp_path):
+    with credserver(small_pack, tmp_path, lifetime=4) as url:
+        yield url
 
 
 def test_forked_dataloader_workers_refresh_once_per_period(emulator, tmp_path):
@@ -99,24 +108,8 @@ TOKEN = "PLANTEDsessionTOKEN0123456789"
 def injection_server(small_pack, tmp_path_factory):
     """credserver.py serving small_pack, which counts every request that
     arrives with an X-Injected header."""
-    d = tmp_path_factory.mktemp("injection")
-    port_file = str(d / "port")
-    (d / "object.bin").write_bytes(b"x")
-    proc = subprocess.Popen([sys.executable, CREDSERVER, "--object", str(d / "object.bin"),
-                             "--port-file", port_file, "--pack", small_pack, "--lifetime", "600"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        for _ in range(200):  # bounded: 10 s
-            if os.path.exists(port_file):
-                break
-            time.sleep(0.05)
-        else:
-            pytest.fail("credserver.py did not start: " + proc.stderr.read().decode())
-        with open(port_file) as f:
-            yield json.loads(f.read())["url"]
-    finally:
-        proc.kill()
-        proc.wait()
+    with credserver(small_pack, tmp_path_factory.mktemp("injection"), lifetime=600) as url:
+        yield url
 
 
 def _server(url, path, body=None):
