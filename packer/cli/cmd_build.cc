@@ -598,13 +598,16 @@ std::string SuccessJson(const BuildArgs& a, const BuildSummary& summary,
 void PrintSuccess(const BuildArgs& a, const BuildSummary& summary, double ratio,
                   uint64_t uploaded, double upload_seconds) {
   const BuildOptions& options = a.options;
+  const std::string classes =
+      summary.classes == 0 ? "without classes"
+                           : "in " + FormatCount(summary.classes) + " classes";
   std::printf(
-      "packed %s files (%s in, %s data + %s index out, ratio %s) in %s "
-      "classes, %s skipped, %s s (%s files/s) -> %s\n",
+      "packed %s files (%s in, %s data + %s index out, ratio %s) %s, %s "
+      "skipped, %s s (%s files/s) -> %s\n",
       FormatCount(summary.files).c_str(), FormatBytes(summary.bytes_in).c_str(),
       FormatBytes(summary.bytes_out).c_str(),
       FormatBytes(summary.index_bytes).c_str(), Fixed(ratio, 2).c_str(),
-      FormatCount(summary.classes).c_str(),
+      classes.c_str(),
       FormatCount(summary.skipped).c_str(), Fixed(summary.seconds, 2).c_str(),
       FormatCount(summary.seconds > 0
                       ? static_cast<uint64_t>(summary.files / summary.seconds)
