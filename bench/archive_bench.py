@@ -121,7 +121,7 @@ def main() -> int:
     p.add_argument("--outer-only", action="store_true",
                    help="only the archive build and tar -x of the outer tar (no class tars, no tree build)")
     args = p.parse_args()
-    ufspack_cli = shutil.which("ufspack") or os.path.join(ROOT, "build", "ufspack")
+    ufspack_cli = benchlib.ufspack_cli()
 
     src, local = os.path.join(args.work, "src"), os.path.join(args.work, "local")
     made_json = os.path.join(args.work, "made.json")

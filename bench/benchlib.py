@@ -6,9 +6,20 @@ Each script runs as ``python3 bench/NAME.py``, so this folder is on sys.path.
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import tarfile
 from typing import Any, List, Optional, Tuple
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def ufspack_cli() -> str:
+    """The ufspack command the benchmarks run: $UFSPACK_CLI (the tests set
+    it to the build under test, e.g. the ASan build's), else ``ufspack`` on
+    PATH, else this tree's build/ufspack."""
+    return os.environ.get("UFSPACK_CLI") or shutil.which("ufspack") or os.path.join(ROOT, "build", "ufspack")
+
 
 PHOTOS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data",
                       "cats_and_dogs_filtered.tar")

@@ -72,7 +72,7 @@ SLOWFS = os.environ.get("SLOWFS", os.path.join(ROOT, "..", "shared", "bench", "s
 
 
 def ufspack_cli() -> str:
-    return os.environ.get("UFSPACK_CLI") or shutil.which("ufspack") or os.path.join(ROOT, "build", "ufspack")
+    return benchlib.ufspack_cli()
 
 
 def make_tree(tree: str, smoke: bool) -> None:

@@ -163,7 +163,7 @@ def main() -> int:
     args = p.parse_args()
     if args.smoke:
         args.samples, args.shards, args.reads, args.repeats = 200, 2, 200, 1
-    ufspack_cli = shutil.which("ufspack") or os.path.join(ROOT, "build", "ufspack")
+    ufspack_cli = benchlib.ufspack_cli()
 
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)

@@ -160,7 +160,7 @@ def make_smoke(root, n_per_size=4):
 def build_pack(root, pack):
     import ufspack
 
-    cli = os.path.join(SOURCE_DIR, "build", "ufspack")
+    cli = benchlib.ufspack_cli()
     if os.access(cli, os.X_OK):  # the CLI, as a user would
         import subprocess
 

@@ -42,7 +42,7 @@ def dir_files(path):
 
 
 def verify(path):
-    tool = os.path.join(SOURCE_DIR, "build", "ufspack")
+    tool = os.environ.get("UFSPACK_CLI") or os.path.join(SOURCE_DIR, "build", "ufspack")
     tool = tool if os.access(tool, os.X_OK) else "ufspack"
     r = subprocess.run([tool, "verify", path], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
