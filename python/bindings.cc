@@ -127,7 +127,7 @@ class PyReader {
   // Labels of all records as int64 (-1 in a flat pack), computed in C++.
   py::array_t<int64_t> Labels() const {
     const uint64_t n = reader_->size();
-    py::array_t<int64_t> out(static_cast<py::ssize_t>(n));
+    py::array_t<int64_t> out = NewInt64Array(n);
     int64_t* p = out.mutable_data();
     Status s;
     {
@@ -227,7 +227,7 @@ class PyReader {
       s = reader_->SampleStarts(&starts, &fields, 256, &complete);
     }
     Check(s);
-    py::array_t<int64_t> a(static_cast<py::ssize_t>(starts.size()));
+    py::array_t<int64_t> a = NewInt64Array(starts.size());
     int64_t* p = a.mutable_data();
     for (size_t k = 0; k < starts.size(); ++k) {
       p[k] = static_cast<int64_t>(starts[k]);

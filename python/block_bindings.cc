@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "buffers.h"
 #include "errors.h"
 
 namespace ufspack {
@@ -28,7 +29,7 @@ py::tuple BlockMembers(const Reader& reader, uint64_t block_bytes) {
   std::vector<uint64_t> first;
   // Not zeroed: BlockMembers' threads write every entry (8 bytes per
   // record, 800 MB at 100M records, which one memset would cost ~0.2 s).
-  py::array_t<int64_t> members(static_cast<py::ssize_t>(reader.size()));
+  py::array_t<int64_t> members = NewInt64Array(reader.size());
   uint64_t* out = reinterpret_cast<uint64_t*>(members.mutable_data());
   Status s;
   {

@@ -12,6 +12,11 @@ py::array_t<uint8_t> ToArray(RgbImage* img) {
                               owner);
 }
 
+py::array_t<int64_t> NewInt64Array(size_t n) {
+  return py::array_t<int64_t>({static_cast<py::ssize_t>(n)},
+                              {static_cast<py::ssize_t>(sizeof(int64_t))});
+}
+
 bool IsContiguous(const py::buffer_info& b) {
   py::ssize_t expect = b.itemsize;
   for (int d = b.ndim - 1; d >= 0; --d) {

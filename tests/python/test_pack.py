@@ -85,3 +85,21 @@ def test_pack_pickles_to_its_path(small_pack):
     pack = ufspack.Pack(small_pack)
     other = pickle.loads(pickle.dumps(pack))
     assert [other[i] for i in range(3)] == [pack[i] for i in range(3)]
+
+
+def test_arrays_made_natively_hold_their_own_elements(small_pack):
+    # pybind11 < 2.12 under numpy 2 made new arrays with stride 0 (every
+    # element the first): labels, sample starts and block members were
+    # silently wrong there. Each checked against per-element answers.
+    pack = ufspack.Pack(small_pack)
+    labels = pack.labels
+    assert labels.dtype == np.int64 and labels.strides == (8,)
+    assert labels.tolist() == [pack.label(i) for i in range(len(pack))]
+    assert len(set(labels.tolist())) == len(pack.classes) > 1
+    reader = ufspack._core.Reader(os.fsencode(small_pack))
+    starts, _, _ = reader.sample_starts()
+    assert starts.strides == (8,) and starts[0] == 0 and starts[-1] == len(pack)
+    assert all(a < b for a, b in zip(starts.tolist(), starts.tolist()[1:]))
+    first, members = reader.block_members(4096)
+    assert members.strides == (8,) and sorted(members.tolist()) == list(range(len(pack)))
+    assert first.strides == (8,) and first[0] == 0 and first[-1] == len(pack)
