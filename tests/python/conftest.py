@@ -22,6 +22,23 @@ SHARED_TAR = os.environ.get(
 # into the uninstrumented python3: tests of no ufspack native code skip there.
 UNDER_ASAN = "libasan" in os.environ.get("LD_PRELOAD", "")
 
+# Known gaps on today's Pillow (issue 42), as strict expected failures: each
+# turns into a failure the day it is fixed, so the marker cannot outlive it.
+PILLOW = tuple(int(p) for p in Image.__version__.split(".")[:2])
+# The in-place decode into PIL images reads Pillow 9-10's private struct
+# ImagingMemoryInstance behind the capsule "PIL Imaging": Pillow 11 renamed
+# the capsule, 12 changed the struct, so every image goes through
+# Image.fromarray there (same pixels, slower).
+IN_PLACE_PIL_GAP = pytest.mark.xfail(
+    PILLOW >= (11, 0), strict=True,
+    reason="issue 42: the in-place PIL decode knows Pillow 9-10's private image struct only")
+# fast_transforms="exact" reproduces Pillow 9.4's resize, horizontal pass
+# first; Pillow 13 sometimes resizes vertically first (python-pillow/Pillow
+# #9549), which rounds differently: up to 1 step (bilinear), 4 (bicubic).
+EXACT_RESIZE_GAP = pytest.mark.xfail(
+    PILLOW >= (13, 0), strict=True,
+    reason="issue 42: 'exact' resizes as Pillow 9.4, horizontally first; Pillow 13 may go vertically first")
+
 
 def noise_image(w, h, seed, mode="RGB"):
     """A deterministic image with gradients and noise (JPEG-realistic)."""
@@ -50,7 +67,11 @@ def png16(seed, mode):
     rng = np.random.default_rng(seed)
     if mode == "I;16":
         arr = rng.integers(0, 65535, size=(19, 23), dtype=np.uint16)
-        return encode(Image.fromarray(arr, "I;16"), "PNG")
+        # The mode follows from the dtype: Pillow 13 refuses one given for
+        # uint16 ("Invalid mode for data type"); 9.4 and 13 both make I;16.
+        img = Image.fromarray(arr)
+        assert img.mode == "I;16", img.mode
+        return encode(img, "PNG")
     raise ValueError(mode)
 
 
