@@ -33,8 +33,10 @@
 #                         add_subdirectory consumer, -DUFSPACK_BUILD_DECODE=OFF):
 #                         tests the CMake structure, not the code
 #   python_lint           ruff and mypy over the Python sources: no native code
-#   pytest                (asan tree) run by `pyasan` instead, which can preload
+#   pytest.<file>         (asan tree) run by `pyasan` instead, which can preload
 #                         the ASan runtime into the uninstrumented python3
+#   pypi.<file>           the Python suite on the PyPI stack: the same code as
+#                         pytest.<file>, under another torch/Pillow/numpy
 #
 # The suites were validated with the Debian package versions listed in
 # tests/sanitizers/validated-versions.txt; any that differ are printed first.
@@ -48,7 +50,7 @@ TSAN_BUILD_DIR=${TSAN_BUILD_DIR:-${BUILD_DIR:-build}-tsan}
 PYTHON=${PYTHON:-/usr/bin/python3}
 JOBS=${JOBS:-$(nproc)}
 SUPP_DIR=$PWD/tests/sanitizers
-EXCLUDE='^(pip_install|bench_peers|install_find_package|reader_only_build|python_lint|pytest)$'
+EXCLUDE='^(pip_install|bench_peers|install_find_package|reader_only_build|python_lint|pytest\..*|pypi\..*)$'
 # Under TSan only (the ASan run keeps them):
 #   ReaderTest.RecordLargerThan4GiBReadsBackExactly and
 #   RoundTripTest.SparseSourceLargerThan4GiBRoundTrips  read a 4 GiB record
@@ -71,7 +73,7 @@ EXCLUDE='^(pip_install|bench_peers|install_find_package|reader_only_build|python
 #     test-seconds under TSan, one thread.  TSan keeps
 #     TransformTest.ConcurrentTransformsGiveTheSerialResults, which runs the
 #     same transforms from several threads at once.
-TSAN_EXCLUDE='^(pip_install|bench_peers|install_find_package|reader_only_build|python_lint|pytest|ReaderTest\.RecordLargerThan4GiBReadsBackExactly|RoundTripTest\.SparseSourceLargerThan4GiBRoundTrips|ParallelForTest\.WorksInAForkedChildWhileTheParentIsBusy|ResizeParityTest\..*|TransformTest\.(RegionDecodeEqualsFullDecodeForEveryCrop|CropResizeFlipMatchesThePlainWay|ResizeThenCropComputesTheWindowExactly|PaddingAndBoxesPastTheEdgeAreMaterialised))$'
+TSAN_EXCLUDE='^(pip_install|bench_peers|install_find_package|reader_only_build|python_lint|pytest\..*|pypi\..*|ReaderTest\.RecordLargerThan4GiBReadsBackExactly|RoundTripTest\.SparseSourceLargerThan4GiBRoundTrips|ParallelForTest\.WorksInAForkedChildWhileTheParentIsBusy|ResizeParityTest\..*|TransformTest\.(RegionDecodeEqualsFullDecodeForEveryCrop|CropResizeFlipMatchesThePlainWay|ResizeThenCropComputesTheWindowExactly|PaddingAndBoxesPastTheEdgeAreMaterialised))$'
 
 # The third-party versions the suites were validated with
 # (tests/sanitizers/validated-versions.txt): prints every installed version
