@@ -607,8 +607,8 @@ void PrintSuccess(const BuildArgs& a, const BuildSummary& summary, double ratio,
       FormatCount(summary.files).c_str(), FormatBytes(summary.bytes_in).c_str(),
       FormatBytes(summary.bytes_out).c_str(),
       FormatBytes(summary.index_bytes).c_str(), Fixed(ratio, 2).c_str(),
-      classes.c_str(),
-      FormatCount(summary.skipped).c_str(), Fixed(summary.seconds, 2).c_str(),
+      classes.c_str(), FormatCount(summary.skipped).c_str(),
+      Fixed(summary.seconds, 2).c_str(),
       FormatCount(summary.seconds > 0
                       ? static_cast<uint64_t>(summary.files / summary.seconds)
                       : summary.files)
